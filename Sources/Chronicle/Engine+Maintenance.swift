@@ -1,0 +1,108 @@
+import LMDB
+import Sodium
+
+/// What ``Store/verify()`` found.
+public struct VerificationReport: Sendable, Equatable, CustomStringConvertible {
+    /// The number of log records checked.
+    public var records: Int
+    /// The number of keys in the views.
+    public var keys: Int
+    /// The first problem found, or `nil` when the store is sound.
+    public var firstProblem: ChronicleError?
+    /// The sequence of the first bad record, when the problem is in the log.
+    public var firstBadSequence: UInt64?
+
+    /// `true` when every record decodes, the hash chain holds and the views equal a replay.
+    public var isSound: Bool { firstProblem == nil }
+
+    public var description: String {
+        if let firstProblem { return "FAILED after \(records) records: \(firstProblem)" }
+        return "ok: \(records) records, \(keys) keys, hash chain intact, views equal a replay"
+    }
+}
+
+extension Engine {
+    /// Visits every log record in order, checking the hash chain and decoding
+    /// each event. Throws at the first bad record, naming its sequence.
+    func replayLog(_ txn: borrowing Transaction, upTo limit: UInt64 = .max, _ visit: (UInt64, Event) throws -> Void) throws -> Int {
+        var previous = LogHead.empty.chain
+        var expected: UInt64 = 1
+        var count = 0
+        try txn.scan(dbs.events) { key, value in
+            guard let sequence = UInt64(bigEndianBytes: key) else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
+            }
+            guard sequence <= limit else { return false }
+            guard sequence == expected else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
+            }
+            let record = try LogRecord(decoding: value, sequence: sequence)
+            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: record.kind, body: record.body, key: nil)
+            guard Sodium.constantTimeEqual(hash, record.hash) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
+            }
+            previous = hash
+            try visit(sequence, try record.event(sequence: sequence))
+            expected += 1
+            count += 1
+            return true
+        }
+        return count
+    }
+
+    /// Drops the views and the history index and rebuilds them from the log, in one transaction.
+    /// On any bad record nothing changes.
+    func rebuildViews() throws {
+        try environment.write { txn in
+            try txn.clear(dbs.defaults)
+            try txn.clear(dbs.secrets)
+            try txn.clear(dbs.history)
+            _ = try replayLog(txn) { sequence, event in
+                try index(event, sequence: sequence, txn)
+            }
+        }
+        observers.publishReset()
+    }
+
+    /// Checks the log and the views without changing anything.
+    func verify() throws -> VerificationReport {
+        try environment.read { txn in
+            var report = VerificationReport(records: 0, keys: 0)
+            var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
+            do {
+                report.records = try replayLog(txn) { sequence, event in
+                    let entry = ViewEntry(event: event, sequence: sequence)
+                    if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
+                    winners[event.domain, default: [:]][event.key] = entry
+                }
+            } catch let error as ChronicleError {
+                report.firstProblem = error
+                if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }
+                return report
+            }
+            for domain in Domain.allCases {
+                var stored: [String: ViewEntry] = [:]
+                try txn.scan(dbs.view(domain)) { key, value in
+                    let name = String(decoding: key, as: UTF8.self)
+                    guard let entry = try? ViewEntry(decoding: value) else {
+                        report.firstProblem = .corruptRecord(sequence: 0, reason: "\(domain.name) view entry of \"\(name)\" does not decode")
+                        return false
+                    }
+                    stored[name] = entry
+                    return true
+                }
+                if report.firstProblem != nil { return report }
+                let expected = winners[domain] ?? [:]
+                if stored != expected {
+                    let differing = Set(stored.keys).union(expected.keys).sorted().first { stored[$0] != expected[$0] } ?? "?"
+                    report.firstProblem = .corruptRecord(
+                        sequence: expected[differing]?.sequence ?? stored[differing]?.sequence ?? 0,
+                        reason: "the \(domain.name) view differs from a replay of the log at key \"\(differing)\"")
+                    return report
+                }
+                report.keys += stored.count
+            }
+            return report
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/// The current state of one key in a view (`defaults` or `secrets`): the
+/// winning event's order fields and its payload (still sealed in `secrets`).
+///
+/// ## Binary encoding, version 1
+///
+/// ```
+/// u8      entry version (1)
+/// u64     HLC
+/// [16]    origin
+/// u64     counter
+/// u64     local sequence of the event
+/// u8      op, u8 policy, u8 encoding, u8 flags (as in the event)
+/// u32 + n payload
+/// ```
+struct ViewEntry: Sendable, Equatable {
+    static let version: UInt8 = 1
+
+    var hlc: HLC
+    var origin: ReplicaID
+    var counter: UInt64
+    var sequence: UInt64
+    var op: Operation
+    var policy: SyncPolicy
+    var encoding: UInt8
+    var sealed: Bool
+    var payload: [UInt8]
+
+    init(event: Event, sequence: UInt64) {
+        hlc = event.hlc
+        origin = event.origin
+        counter = event.counter
+        self.sequence = sequence
+        op = event.op
+        policy = event.policy
+        encoding = event.encoding
+        sealed = event.sealed
+        payload = event.payload
+    }
+
+    /// Decodes a stored view entry, naming the key in the error.
+    static func decoding(_ bytes: [UInt8], key name: String) throws(ChronicleError) -> ViewEntry {
+        do { return try ViewEntry(decoding: bytes) } catch {
+            throw .corruptRecord(sequence: 0, reason: "view entry of \"\(name)\": \(error.description)")
+        }
+    }
+
+    var order: (hlc: HLC, origin: ReplicaID, counter: UInt64) { (hlc, origin, counter) }
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 56 + payload.count)
+        writer.u8(Self.version)
+        writer.u64(hlc.rawValue)
+        writer.raw(origin.bytes)
+        writer.u64(counter)
+        writer.u64(sequence)
+        writer.u8(op.rawValue)
+        writer.u8(policy.rawValue)
+        writer.u8(encoding)
+        writer.u8(sealed ? 1 : 0)
+        writer.longField(payload)
+        return writer.bytes
+    }
+
+    init(decoding bytes: [UInt8]) throws(DecodeFailure) {
+        var reader = ByteReader(bytes)
+        let version = try reader.u8()
+        guard version == Self.version else { throw DecodeFailure(description: "view entry version \(version) is not supported") }
+        hlc = HLC(rawValue: try reader.u64())
+        guard let origin = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad origin") }
+        self.origin = origin
+        counter = try reader.u64()
+        sequence = try reader.u64()
+        let opByte = try reader.u8()
+        guard let op = Operation(rawValue: opByte) else { throw DecodeFailure(description: "unknown operation \(opByte)") }
+        self.op = op
+        let policyByte = try reader.u8()
+        guard let policy = SyncPolicy(rawValue: policyByte) else { throw DecodeFailure(description: "unknown policy \(policyByte)") }
+        self.policy = policy
+        encoding = try reader.u8()
+        sealed = try reader.u8() & 1 == 1
+        payload = try reader.longField()
+        try reader.expectEnd()
+    }
+}
