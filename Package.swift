@@ -43,7 +43,7 @@ let package = Package(
 
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SodiumTests", dependencies: ["Sodium"]),
-        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "chronicle"]),
+        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "LMDB", "chronicle"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -40,6 +40,9 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
         self.run = run
     }
 
+    /// The number of requests waiting for a group (for tests and diagnostics).
+    var queuedCount: Int { queue.withLock { $0.pending.count } }
+
     /// Runs `request` in the next group and returns its result.
     func submit(_ request: Request) throws -> Output {
         let ticket = Ticket(request)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system libraries Chronicle links against (liblmdb, libsodium) and
+# pkg-config, when they are missing. Uses sudo only when not root.
+set -euo pipefail
+
+missing=()
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+pkg-config --exists lmdb 2>/dev/null || missing+=(liblmdb-dev)
+pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: please install ${missing[*]} with your package manager" >&2
+    exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
