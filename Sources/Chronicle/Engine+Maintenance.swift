@@ -26,6 +26,7 @@ extension Engine {
     /// each event. Throws at the first bad record, naming its sequence.
     func replayLog(_ txn: borrowing Transaction, upTo limit: UInt64 = .max, _ visit: (UInt64, Event) throws -> Void) throws -> Int {
         var previous = LogHead.empty.chain
+        let hashKey = try chainKey(try LogHead.read(txn, dbs).chainKeyID)
         var expected: UInt64 = 1
         var count = 0
         try txn.scan(dbs.events) { key, value in
@@ -37,7 +38,7 @@ extension Engine {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
             }
             let record = try LogRecord(decoding: value, sequence: sequence)
-            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: record.kind, body: record.body, key: nil)
+            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: record.kind, body: record.body, key: hashKey)
             guard Sodium.constantTimeEqual(hash, record.hash) else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
             }

@@ -11,8 +11,10 @@ struct PendingChange: Sendable {
     var policy: SyncPolicy
     var op: Operation
     var encoding: UInt8
-    /// The plaintext payload (sealed inside the transaction when the domain requires it).
+    /// The plaintext payload (sealed inside the transaction when `sealer` is set).
     var payload: [UInt8]
+    /// Seals the payload inside the write transaction (secrets, and plain values of encrypted stores).
+    var sealer: Keyring? = nil
 }
 
 /// An event as committed to the local log.
@@ -36,6 +38,7 @@ final class Engine: Sendable {
     private let flushTask = Mutex<Task<Void, Never>?>(nil)
     let observers = ObserverHub()
     let readCache = Mutex(ReadCache())
+    private let chainKeys = Mutex<[KeyID: SecureBytes]>([:])
 
     init(directory: String, durability: Durability, initialMapSize: Int) throws {
         var options = EnvironmentOptions()
@@ -158,9 +161,10 @@ final class Engine: Sendable {
         for change in changes {
             head.counter += 1
             head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
-            let event = Event(
+            var event = Event(
                 origin: replica, counter: head.counter, hlc: head.hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
+            if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
             let sequence = try append(event, txn, &head)
             committed.append(CommittedEvent(sequence: sequence, event: event))
         }
@@ -172,7 +176,7 @@ final class Engine: Sendable {
         head.sequence += 1
         let sequence = head.sequence
         let body = event.encoded()
-        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: nil)
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: try chainKey(head.chainKeyID))
         try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded(), flags: .append)
         head.chain = hash
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
@@ -192,6 +196,23 @@ final class Engine: Sendable {
             guard event.wins(over: entry.order) else { return }
         }
         try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+    }
+
+    // MARK: - Chain key
+
+    /// Installs the chain key derived from data key `id` (by a keyring that holds it).
+    func installChainKey(id: KeyID, from dataKey: SecureBytes) {
+        guard let subkey = try? KeyDerivation.derive(length: 32, id: 2, context: "chr.chan", from: dataKey) else { return }
+        chainKeys.withLock { $0[id] = subkey }
+    }
+
+    /// The key of a keyed chain, or `nil` for an unkeyed one.
+    func chainKey(_ id: KeyID?) throws -> SecureBytes? {
+        guard let id else { return nil }
+        guard let key = chainKeys.withLock({ $0[id] }) else {
+            throw ChronicleError.keyUnavailable(reason: "this store's log is keyed; open it with its key source to write or verify it")
+        }
+        return key
     }
 
     // MARK: - Reading

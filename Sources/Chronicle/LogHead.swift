@@ -35,6 +35,13 @@ enum MetaKey {
     static let counter = Array("counter".utf8)
     static let hlc = Array("hlc".utf8)
     static let chain = Array("chain".utf8)
+    /// The id of the data key whose chain subkey keys the hash chain (absent: unkeyed chain).
+    static let chainKey = Array("chain.key".utf8)
+    /// The id of the data key that seals new events.
+    static let activeKey = Array("dk.active".utf8)
+    /// Wrapped data keys: `dk/` ‖ key id.
+    static let wrappedKeyPrefix = Array("dk/".utf8)
+    static func wrappedKey(_ id: KeyID) -> [UInt8] { wrappedKeyPrefix + id.bytes }
 }
 
 /// The tip of the local log, read from `meta` inside every write transaction
@@ -48,8 +55,10 @@ struct LogHead: Sendable, Equatable {
     var hlc: HLC
     /// The chain hash of the last record.
     var chain: [UInt8]
+    /// The data key whose subkey keys the chain, or `nil` for an unkeyed chain.
+    var chainKeyID: KeyID?
 
-    static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: [UInt8](repeating: 0, count: LogRecord.hashLength))
+    static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: [UInt8](repeating: 0, count: LogRecord.hashLength), chainKeyID: nil)
 
     static func read(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogHead {
         func u64(_ key: [UInt8]) throws -> UInt64 {
@@ -60,7 +69,10 @@ struct LogHead: Sendable, Equatable {
             return value
         }
         let chain = try txn.get(dbs.meta, key: MetaKey.chain) ?? LogHead.empty.chain
-        return LogHead(sequence: try u64(MetaKey.sequence), counter: try u64(MetaKey.counter), hlc: HLC(rawValue: try u64(MetaKey.hlc)), chain: chain)
+        let chainKeyID = try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
+        return LogHead(
+            sequence: try u64(MetaKey.sequence), counter: try u64(MetaKey.counter), hlc: HLC(rawValue: try u64(MetaKey.hlc)),
+            chain: chain, chainKeyID: chainKeyID)
     }
 
     func write(_ txn: borrowing Transaction, _ dbs: Databases) throws {

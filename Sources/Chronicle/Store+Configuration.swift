@@ -1,4 +1,5 @@
 public import Foundation
+import Sodium
 public import Logging
 
 /// How commits reach the disk. Chosen per store; the first `Store` opened on a
@@ -40,6 +41,8 @@ extension Store {
         public var maxValueSize: Int
         /// The initial LMDB map size (address space only; the store grows it when full). Default 1 GiB.
         public var initialMapSize: Int
+        /// The Argon2id cost of turning a passphrase into a key. Default ``KeyDerivationCost/interactive``.
+        public var keyDerivationCost: KeyDerivationCost
 
         /// Creates a configuration.
         public init(
@@ -48,8 +51,10 @@ extension Store {
             durability: Durability = .durable,
             logger: Logger = Logger(label: "chronicle"),
             maxValueSize: Int = 64 << 20,
-            initialMapSize: Int = 1 << 30
+            initialMapSize: Int = 1 << 30,
+            keyDerivationCost: KeyDerivationCost = .interactive
         ) {
+            self.keyDerivationCost = keyDerivationCost
             self.keySource = keySource
             self.encryptDefaults = encryptDefaults
             self.durability = durability
@@ -58,6 +63,37 @@ extension Store {
             self.initialMapSize = initialMapSize
         }
     }
+}
+
+/// The Argon2id cost of deriving a key from a passphrase. Stored with the salt,
+/// so a store opens with the cost it was created with.
+public struct KeyDerivationCost: Sendable, Hashable {
+    /// Number of passes.
+    public var passes: UInt64
+    /// Memory in bytes.
+    public var memoryBytes: UInt64
+
+    /// Creates a cost from explicit values (libsodium accepts at least 1 pass and 8 KiB).
+    public init(passes: UInt64, memoryBytes: UInt64) {
+        self.passes = passes
+        self.memoryBytes = memoryBytes
+    }
+
+    /// 2 passes over 64 MiB: about 0.1 s on a current core. The default.
+    public static let interactive = KeyDerivationCost(limits: .interactive)
+    /// 3 passes over 256 MiB: about 0.5–1 s. Used for keys that travel between devices.
+    public static let moderate = KeyDerivationCost(limits: .moderate)
+    /// 4 passes over 1 GiB: several seconds; for vaults opened rarely.
+    public static let sensitive = KeyDerivationCost(limits: .sensitive)
+    /// The smallest cost libsodium accepts. Only for tests: it protects nothing.
+    public static let minimumForTesting = KeyDerivationCost(limits: .minimum)
+
+    init(limits: PasswordHash.Limits) {
+        passes = limits.opsLimit
+        memoryBytes = limits.memLimit
+    }
+
+    var limits: PasswordHash.Limits { PasswordHash.Limits(opsLimit: passes, memLimit: memoryBytes) }
 }
 
 /// Where a store's key-encryption key comes from.

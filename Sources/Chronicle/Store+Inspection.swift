@@ -86,8 +86,11 @@ extension Store {
         }
         let existing = try mappingErrors { try engine.entry(.defaults, name) }
         let key = Keys(name: name, domain: .defaults, sync: policy ?? existing?.policy ?? .automaticSmall, formerNames: [])
-        try requireSealingAvailable(for: .defaults)
-        try commit([PendingChange(domain: .defaults, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload)])
+        try commit([
+            PendingChange(
+                domain: .defaults, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
+                sealer: try sealer(for: .defaults))
+        ])
     }
 
     /// Removes the plain key `name` (for tools: `chronicle rm`).

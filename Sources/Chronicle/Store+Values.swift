@@ -53,15 +53,17 @@ extension Store {
         guard payload.count <= configuration.maxValueSize else {
             throw .valueTooLarge(key: key.name, size: payload.count, limit: configuration.maxValueSize)
         }
-        try requireSealingAvailable(for: key.domain)
-        return PendingChange(domain: key.domain, key: key.name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload)
+        return PendingChange(
+            domain: key.domain, key: key.name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
+            sealer: try sealer(for: key.domain))
     }
 
     /// A remove of `key` as a pending change.
     func removal(of key: Keys) throws(ChronicleError) -> PendingChange {
         try Keys.validate(name: key.name)
-        try requireSealingAvailable(for: key.domain)
-        return PendingChange(domain: key.domain, key: key.name, policy: key.sync, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [])
+        return PendingChange(
+            domain: key.domain, key: key.name, policy: key.sync, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [],
+            sealer: try sealer(for: key.domain))
     }
 
     func revisions<K: ValueKey>(of key: K) throws(ChronicleError) -> [Revision<K.Value>] {
@@ -84,7 +86,9 @@ extension Store {
 }
 
 /// One revision of a key, from its history.
-public struct Revision<Value: Sendable>: Sendable {
+///
+/// The `description` of a secret's revision never shows its value.
+public struct Revision<Value: Sendable>: Sendable, CustomStringConvertible {
     /// The value set, or `nil` for a remove.
     public let value: Value?
     /// `true` when this revision removed the value.
@@ -99,6 +103,8 @@ public struct Revision<Value: Sendable>: Sendable {
     public let origin: ReplicaID
     /// `true` when this replica made the change.
     public let isLocal: Bool
+    /// `true` for a revision of a ``SecretKey``.
+    public let isSecret: Bool
 
     init(value: Value?, event: Event, sequence: UInt64, localReplica: ReplicaID) {
         self.value = value
@@ -108,6 +114,19 @@ public struct Revision<Value: Sendable>: Sendable {
         self.sequence = sequence
         origin = event.origin
         isLocal = event.origin == localReplica
+        isSecret = event.domain == .secrets
+    }
+
+    public var description: String {
+        let shown: String
+        if isRemoval {
+            shown = "removed"
+        } else if isSecret {
+            shown = "<redacted>"
+        } else {
+            shown = value.map { String(describing: $0) } ?? "nil"
+        }
+        return "Revision(#\(sequence), \(shown), at \(timestamp), by \(origin.short))"
     }
 }
 

@@ -39,7 +39,9 @@ public final class Store: Sendable {
         self.configuration = configuration
         self.directory = directory
         self.crypto = Keyring.open(engine: lease.engine, configuration: configuration)
-        if case let .failure(error) = crypto, case .wrongKey = error { throw error }
+        // An explicit key source must work at open (a wrong passphrase is reported before anything is written).
+        // Without one, the store still opens: plain values read as usual and secrets report why they cannot.
+        if case let .failure(error) = crypto, configuration.keySource != nil { throw error }
     }
 
     /// A store that failed to open: reads give defaults, throwing calls throw `error`.

@@ -1,0 +1,189 @@
+public import Foundation
+import LMDB
+import Sodium
+
+extension Store {
+    // MARK: - Secrets
+
+    /// The secret's value, or its default when absent. Errors (a missing or
+    /// wrong key, a tampered record) are logged without the value and read as the default.
+    ///
+    /// A failed read never leads to an overwrite: while the store cannot open
+    /// its data key, writing secrets fails too.
+    public subscript<Value>(key: SecretKey<Value>) -> Value {
+        get {
+            do { return try value(for: key) } catch {
+                log(error, "read", key)
+                return key.defaultValue
+            }
+        }
+        set {
+            do { try set(newValue, for: key) } catch { log(error, "write", key) }
+        }
+    }
+
+    /// The secret's value, decrypted, or its default when absent.
+    /// - Throws: ``ChronicleError/keyUnavailable(reason:)`` or ``ChronicleError/wrongKey``
+    ///   when the data key cannot be opened; ``ChronicleError/tampered(sequence:key:)``
+    ///   when the sealed value was altered or moved.
+    public func value<Value>(for key: SecretKey<Value>) throws(ChronicleError) -> Value {
+        try readValue(key, default: key.defaultValue)
+    }
+
+    /// Seals and stores the secret (setting an optional secret to `nil` removes it).
+    public func set<Value>(_ value: Value, for key: SecretKey<Value>) throws(ChronicleError) {
+        try commit([change(value, for: key)])
+    }
+
+    /// Removes the secret with a sealed tombstone (it cannot be forged or re-dated).
+    public func remove<Value>(_ key: SecretKey<Value>) throws(ChronicleError) {
+        try commit([removal(of: key)])
+    }
+
+    /// Every revision of the secret, decrypted, oldest first. Treat the result as secret.
+    public func history<Value>(of key: SecretKey<Value>) throws(ChronicleError) -> [Revision<Value>] {
+        try revisions(of: key)
+    }
+
+    // MARK: - Keys
+
+    /// Re-wraps the store's data keys under a new passphrase. Instant for the
+    /// data: no sealed event is touched. Other stores of the same process keep
+    /// working with the data keys they already opened.
+    public func changePassphrase(to passphrase: String) throws(ChronicleError) {
+        try changeKeySource(to: .passphrase(passphrase))
+    }
+
+    /// Re-wraps the store's data keys under a new key source (passphrase, key file or provider).
+    public func changeKeySource(to source: KeySource) throws(ChronicleError) {
+        let keyring = try crypto.get()
+        try mappingErrors {
+            let newSource: Keyring.Source
+            switch source {
+            case let .passphrase(passphrase):
+                guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
+                var bytes = Array(passphrase.utf8)
+                defer { Sodium.wipe(&bytes) }
+                newSource = .passphrase(try SecureBytes(bytes), limits: configuration.keyDerivationCost.limits)
+            case let .keyFile(url):
+                newSource = .material(try Keyring.readKeyFile(url), kind: .keyFile)
+            case let .provider(provider):
+                var bytes = try provider.keyEncryptionKey()
+                defer { Sodium.wipe(&bytes) }
+                newSource = .material(try Keyring.derivedKEK(from: bytes, kind: .provider), kind: .provider)
+            }
+            try keyring.changeSource(to: newSource)
+        }
+    }
+
+    /// Makes a new data key active for new sealed events; old keys keep opening old events.
+    ///
+    /// - Parameter reseal: also re-seal every live secret (and sealed plain
+    ///   value) under the new key, as new events.
+    public func rotateDataKey(reseal: Bool = false) throws(ChronicleError) {
+        let keyring = try crypto.get()
+        _ = try mappingErrors { try keyring.rotate() }
+        guard reseal else { return }
+        let engine = try engine
+        var changes: [PendingChange] = []
+        for domain in Domain.allCases {
+            let entries = try mappingErrors {
+                try engine.environment.read { txn in
+                    var entries: [(String, ViewEntry)] = []
+                    try txn.scan(engine.dbs.view(domain)) { key, value in
+                        let name = String(decoding: key, as: UTF8.self)
+                        entries.append((name, try ViewEntry.decoding(value, key: name)))
+                        return true
+                    }
+                    return entries
+                }
+            }
+            for (name, entry) in entries where entry.sealed && entry.op == .set {
+                let plaintext = try mappingErrors { try keyring.open(entry, domain: domain, key: name) }
+                changes.append(
+                    PendingChange(
+                        domain: domain, key: name, policy: entry.policy, op: .set, encoding: entry.encoding, payload: plaintext,
+                        sealer: keyring))
+            }
+        }
+        try commit(changes)
+    }
+
+    /// The store's wrapped data keys, for another replica of the same sync group
+    /// (``importKeys(_:)``). Never contains a plaintext key.
+    ///
+    /// Passphrase-wrapped keys are re-wrapped for travel with at least the
+    /// ``KeyDerivationCost/moderate`` Argon2id cost. Anyone holding the export
+    /// can try passphrases offline: prefer a key file for valuable groups.
+    public func exportKeys() throws(ChronicleError) -> Data {
+        let keyring = try crypto.get()
+        return try mappingErrors { Data(try KeyBundle.encode(try keyring.exportForTravel())) }
+    }
+
+    /// Adds wrapped data keys exported by another replica of the group.
+    ///
+    /// Every key must open with this store's key source (the same passphrase or
+    /// key file), else nothing is imported and the call throws ``ChronicleError/wrongKey``.
+    /// - Returns: the number of keys that were new here.
+    @discardableResult
+    public func importKeys(_ data: Data) throws(ChronicleError) -> Int {
+        let keyring = try crypto.get()
+        let records: [WrappedKey]
+        do { records = try KeyBundle.decode(Array(data)) } catch {
+            throw .malformedInput("key bundle: \(error.description)")
+        }
+        return try mappingErrors { try keyring.importWrapped(records) }
+    }
+
+    // MARK: - Internals
+
+    /// Whether plain values are sealed in this store.
+    var sealsDefaults: Bool { configuration.encryptDefaults }
+
+    /// The keyring that seals changes in `domain`, or `nil` when the domain is not sealed.
+    func sealer(for domain: Domain) throws(ChronicleError) -> Keyring? {
+        guard domain == .secrets || sealsDefaults else { return nil }
+        return try crypto.get()
+    }
+
+    /// The plaintext payload of a view entry (opened when sealed).
+    func openPayload(_ entry: ViewEntry, key: Keys) throws(ChronicleError) -> [UInt8] {
+        guard entry.sealed else { return entry.payload }
+        let keyring = try crypto.get()
+        return try mappingErrors { try keyring.open(entry, domain: key.domain, key: key.name) }
+    }
+}
+
+/// A file of wrapped data keys:
+///
+/// ```
+/// [8]    magic "CHRNKEYS"
+/// u8     version (1)
+/// u16    count (at most 1024)
+/// count × (u32 + n) encoded WrappedKey
+/// ```
+enum KeyBundle {
+    static let magic = Array("CHRNKEYS".utf8)
+
+    static func encode(_ records: [WrappedKey]) throws -> [UInt8] {
+        var writer = ByteWriter()
+        writer.raw(magic)
+        writer.u8(1)
+        writer.u16(UInt16(min(records.count, 1024)))
+        for record in records.prefix(1024) { writer.longField(record.encoded()) }
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(DecodeFailure) -> [WrappedKey] {
+        var reader = ByteReader(bytes)
+        guard try reader.raw(magic.count) == magic else { throw DecodeFailure(description: "not a Chronicle key bundle") }
+        let version = try reader.u8()
+        guard version == 1 else { throw DecodeFailure(description: "key bundle version \(version) is not supported") }
+        let count = Int(try reader.u16())
+        guard count <= 1024 else { throw DecodeFailure(description: "\(count) keys is over the limit of 1024") }
+        var records: [WrappedKey] = []
+        for _ in 0..<count { records.append(try WrappedKey(decoding: try reader.longField(limit: 4096))) }
+        try reader.expectEnd()
+        return records
+    }
+}

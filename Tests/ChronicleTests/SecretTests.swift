@@ -1,0 +1,294 @@
+@testable import Chronicle
+import Foundation
+import LMDB
+import Logging
+import Synchronization
+import Testing
+
+extension Keys {
+    static let apiToken = SecretKey<String?>("auth.token")
+    static let pin = SecretKey<Int>("auth.pin", default: 0)
+}
+
+/// A passphrase store configuration with the cheapest Argon2id cost, so tests stay fast.
+func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false) -> Store.Configuration {
+    Store.Configuration(keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
+}
+
+/// Collects log messages and metadata, to check that secrets never reach a log.
+final class CapturingLogHandler: LogHandler, Sendable {
+    let lines = Mutex<[String]>([])
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+    func log(event: LogEvent) {
+        lines.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") }
+    }
+}
+
+struct SecretTests {
+    @Test func secretsRoundTripInEveryForm() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
+            #expect(store[.apiToken] == nil)
+            store[.apiToken] = "s3cr3t"
+            #expect(store[.apiToken] == "s3cr3t")
+            try store.set(1234, for: .pin)
+            #expect(try store.value(for: .pin) == 1234)
+            try store.write { batch in
+                batch[.apiToken] = "rotated"
+                batch[.pin] = 4321
+                batch[.theme] = .dark
+            }
+            #expect(store[.apiToken] == "rotated" && store[.pin] == 4321 && store[.theme] == .dark)
+            try store.remove(.apiToken)
+            #expect(store[.apiToken] == nil)
+            #expect(try store.history(of: .apiToken).map(\.value) == ["s3cr3t", "rotated", nil])
+            let entries = try store.logEntries().filter { $0.domain == "secrets" }
+            #expect(entries.count == 5)
+            #expect(entries.allSatisfy { $0.isSealed && $0.valueJSON == nil })  // removes are sealed too
+            #expect(try store.verify().isSound)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func plaintextNeverReachesTheDisk(encryptDefaults: Bool) throws {
+        let secretMarker = "SECRET-MARKER-\(UUID().uuidString)"
+        let plainMarker = "PLAIN-MARKER-\(UUID().uuidString)"
+        try withTemporaryStore(configuration: passphraseConfiguration("pw", encryptDefaults: encryptDefaults)) { store, directory throws in
+            try store.set(secretMarker, for: .apiToken)
+            let plainKey = Key<String>("plain.note", default: "")
+            try store.set(plainMarker, for: plainKey)
+            try store.rebuildViews()
+            try store.rotateDataKey(reseal: true)
+            #expect(store[.apiToken] == secretMarker)
+            #expect(store[plainKey] == plainMarker)
+            var plainSeen = false
+            for (file, data) in try allBytes(under: directory) {
+                #expect(data.range(of: Data(secretMarker.utf8)) == nil, "secret plaintext in \(file.lastPathComponent)")
+                if data.range(of: Data(plainMarker.utf8)) != nil { plainSeen = true }
+            }
+            // Plain values are stored in the clear unless encryptDefaults is on (this also shows the scan works).
+            #expect(plainSeen == !encryptDefaults)
+        }
+    }
+
+    @Test func wrongPassphraseFailsAtOpenBeforeAnyWrite() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("right"))
+            try store.set("value", for: .apiToken)
+        }
+        let before = try Data(contentsOf: directory.appendingPathComponent("data.mdb"))
+        #expect(throws: ChronicleError.wrongKey) {
+            _ = try Store(directory: directory, configuration: passphraseConfiguration("wrong"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("data.mdb")) == before)
+        let store = try Store(directory: directory, configuration: passphraseConfiguration("right"))
+        #expect(store[.apiToken] == "value")
+    }
+
+    @Test func withoutTheKeyPlainValuesStillReadAndSecretsReportWhy() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+            try store.set("value", for: .apiToken)
+            try store.set(.dark, for: .theme)
+        }
+        let keyless = try Store(directory: directory)  // no key source: the passphrase-wrapped key cannot open
+        #expect(keyless[.theme] == .dark)
+        #expect(throws: ChronicleError.wrongKey) { try keyless.value(for: .apiToken) }
+        #expect(keyless[.apiToken] == nil)  // logged, read as the default
+        #expect(throws: ChronicleError.self) { try keyless.set("overwrite", for: .apiToken) }  // refuses to write secrets
+        let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+        #expect(store[.apiToken] == "value")
+        #expect(try store.history(of: .apiToken).count == 1)
+    }
+
+    @Test func tamperedSealedRecordIsDetected() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
+            try store.set("value", for: .apiToken)
+            let engine = try store.engine
+            // Flip one ciphertext byte of the view entry.
+            try engine.environment.write { txn in
+                var bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
+                bytes[bytes.count - 20] ^= 0x01
+                try txn.put(engine.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
+            }
+            #expect {
+                try store.value(for: .apiToken)
+            } throws: { error in
+                guard case ChronicleError.tampered(_, "auth.token") = error else { return false }
+                return true
+            }
+            #expect(!(try store.verify().isSound))  // the view no longer equals a replay
+            try store.rebuildViews()  // the log is intact: rebuilding repairs the view
+            #expect(store[.apiToken] == "value")
+        }
+    }
+
+    @Test func sealedValueMovedToAnotherKeyFailsToOpen() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
+            try store.set("admin-token", for: .apiToken)
+            let other = SecretKey<String?>("guest.token")
+            try store.set("guest-token", for: other)
+            let engine = try store.engine
+            try engine.environment.write { txn in
+                let bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
+                try txn.put(engine.dbs.secrets, key: Array("guest.token".utf8), value: bytes)
+            }
+            #expect(throws: ChronicleError.self) { try store.value(for: other) }
+            #expect(store[.apiToken] == "admin-token")
+        }
+    }
+
+    @Test func alteredSealedLogRecordBreaksTheKeyedChain() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
+            try store.set("value", for: .apiToken)
+            try store.set(.dark, for: .theme)
+            let engine = try store.engine
+            #expect(try engine.head().chainKeyID != nil)  // created with a key source: the chain is keyed
+            // Re-date the event and recompute an unkeyed chain hash: verify must still fail.
+            try engine.environment.write { txn in
+                let bytes = try #require(try txn.get(engine.dbs.events, key: UInt64(1).bigEndianBytes))
+                let record = try LogRecord(decoding: bytes, sequence: 1)
+                var event = try record.event(sequence: 1)
+                event.hlc = HLC(rawValue: event.hlc.rawValue + (1 << 30))
+                let body = event.encoded()
+                let hash = LogRecord.chainHash(previous: LogHead.empty.chain, sequence: 1, kind: .event, body: body, key: nil)
+                try txn.put(engine.dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
+            }
+            let report = try store.verify()
+            #expect(report.firstBadSequence == 1)
+        }
+    }
+
+    @Test func passphraseChangeRewrapsOnly() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("old"))
+            try store.set("value", for: .apiToken)
+            let eventsBefore = try store.logEntries().count
+            try store.changePassphrase(to: "new")
+            #expect(try store.logEntries().count == eventsBefore)  // no event re-sealed
+            #expect(store[.apiToken] == "value")
+        }
+        #expect(throws: ChronicleError.wrongKey) { _ = try Store(directory: directory, configuration: passphraseConfiguration("old")) }
+        let store = try Store(directory: directory, configuration: passphraseConfiguration("new"))
+        #expect(store[.apiToken] == "value")
+    }
+
+    @Test func rotationKeepsOldEventsReadable() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory throws in
+            try store.set("one", for: .apiToken)
+            try store.rotateDataKey()
+            try store.set("two", for: .apiToken)
+            try store.rotateDataKey(reseal: true)
+            #expect(try store.history(of: .apiToken).map(\.value) == ["one", "two", "two"])
+            let keyring = try store.crypto.get()
+            #expect(try keyring.wrappedKeys().count == 3)
+            #expect(try store.verify().isSound)
+        }
+    }
+
+    @Test func keyFileSourceAndPermissions() throws {
+        let keyDirectory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: keyDirectory) }
+        let keyFile = keyDirectory.appendingPathComponent("group.key")
+        try Keyring.createKeyFile(keyFile)
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let directoryAttributes = try FileManager.default.attributesOfItem(atPath: keyDirectory.path)
+        #expect((directoryAttributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+
+        try withTemporaryStore(configuration: .init(keySource: .keyFile(keyFile))) { store, _ throws in
+            try store.set("value", for: .apiToken)
+            #expect(store[.apiToken] == "value")
+        }
+        let short = keyDirectory.appendingPathComponent("short.key")
+        try Data([1, 2, 3]).write(to: short)
+        #expect(throws: ChronicleError.self) { _ = try Store(directory: temporaryDirectory(), configuration: .init(keySource: .keyFile(short))) }
+    }
+
+    @Test func storeFilesArePrivate() throws {
+        try withTemporaryStore { store, directory throws in
+            store[.theme] = .dark
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("data.mdb").path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            let directoryAttributes = try FileManager.default.attributesOfItem(atPath: directory.path)
+            #expect((directoryAttributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        }
+    }
+
+    @Test func keysExportAndImportBetweenReplicas() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("group")) { first, _ throws in
+            try first.set("shared", for: .apiToken)
+            let bundle = try first.exportKeys()
+            #expect(bundle.range(of: Data("shared".utf8)) == nil)
+            try withTemporaryStore(configuration: passphraseConfiguration("group")) { second, _ throws in
+                #expect(try second.importKeys(bundle) == 1)
+                #expect(try second.importKeys(bundle) == 0)  // idempotent
+                // The second replica can now open the first one's sealed entry.
+                let entry = try #require(try first.engine.entry(.secrets, "auth.token"))
+                let plaintext = try second.openPayload(entry, key: Keys.apiToken)
+                #expect(String(decoding: plaintext, as: UTF8.self) == "shared")
+            }
+            try withTemporaryStore(configuration: passphraseConfiguration("other")) { stranger, _ throws in
+                #expect(throws: ChronicleError.wrongKey) { try stranger.importKeys(bundle) }
+                #expect(throws: ChronicleError.self) { try stranger.importKeys(Data("garbage".utf8)) }
+            }
+        }
+    }
+
+    @Test func customKeyProvider() throws {
+        struct Provider: KeyProvider {
+            func keyEncryptionKey() throws -> [UInt8] { [UInt8](repeating: 42, count: 32) }
+        }
+        try withTemporaryStore(configuration: .init(keySource: .provider(Provider()))) { store, _ throws in
+            try store.set("v", for: .apiToken)
+            #expect(store[.apiToken] == "v")
+        }
+    }
+
+    @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
+        let marker = "REDACT-ME-\(UUID().uuidString)"
+        let handler = CapturingLogHandler()
+        var configuration = passphraseConfiguration("pw")
+        configuration.logger = Logger(label: "test") { _ in handler }
+        try withTemporaryStore(configuration: configuration) { store, _ throws in
+            try store.set(marker, for: .apiToken)
+            let revision = try #require(try store.history(of: .apiToken).first)
+            #expect(!revision.description.contains(marker))
+            #expect(!String(describing: revision).contains(marker))
+            #expect(!Keys.apiToken.description.contains(marker))
+            // Make the secret unreadable, read it through the logging API, and check what was logged.
+            let engine = try store.engine
+            try engine.environment.write { txn in
+                var bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
+                bytes[bytes.count - 1] ^= 0xFF
+                try txn.put(engine.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
+            }
+            #expect(store[.apiToken] == nil)
+            do {
+                _ = try store.value(for: .apiToken)
+            } catch {
+                #expect(!String(describing: error).contains(marker))
+            }
+            let lines = handler.lines.withLock { $0 }
+            #expect(!lines.isEmpty)
+            #expect(lines.allSatisfy { !$0.contains(marker) })
+            #expect(try store.logEntries().allSatisfy { ($0.valueJSON ?? "").contains(marker) == false })
+        }
+    }
+}
