@@ -39,6 +39,7 @@ final class Engine: Sendable {
     let observers = ObserverHub()
     let readCache = Mutex(ReadCache())
     private let chainKeys = Mutex<[KeyID: SecureBytes]>([:])
+    let poller = Mutex<Task<Void, Never>?>(nil)
 
     init(directory: String, durability: Durability, initialMapSize: Int) throws {
         var options = EnvironmentOptions()
@@ -75,6 +76,7 @@ final class Engine: Sendable {
 
     deinit {
         flushTask.withLock { $0?.cancel() }
+        poller.withLock { $0?.cancel() }
         try? environment.flush()
     }
 
