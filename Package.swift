@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Chronicle", targets: ["Chronicle"]),
+        .library(name: "ChronicleTesting", targets: ["ChronicleTesting"]),
         .executable(name: "chronicle", targets: ["chronicle"]),
     ],
     dependencies: [
@@ -31,6 +32,9 @@ let package = Package(
             ]
         ),
 
+        // Test support for apps and transports: a transport conformance suite and fault injection.
+        .target(name: "ChronicleTesting", dependencies: ["Chronicle"]),
+
         // The command-line tool.
         .executableTarget(
             name: "chronicle",
@@ -43,7 +47,7 @@ let package = Package(
 
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SodiumTests", dependencies: ["Sodium"]),
-        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "LMDB", "chronicle"]),
+        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "LMDB", "chronicle"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -33,6 +33,8 @@ public enum ChronicleError: Error, Sendable, Equatable, CustomStringConvertible,
     case invalidArgument(String)
     /// Data received from a peer or read from a file is malformed; nothing was applied.
     case malformedInput(String)
+    /// Replication with a peer failed; what was acknowledged before the failure is kept, and the next sync resumes.
+    case syncFailed(peer: String, reason: String)
 
     public var description: String {
         switch self {
@@ -67,6 +69,8 @@ public enum ChronicleError: Error, Sendable, Equatable, CustomStringConvertible,
             "invalid argument: \(text)"
         case let .malformedInput(text):
             "malformed input, nothing applied: \(text)"
+        case let .syncFailed(peer, reason):
+            "sync with \(peer) failed: \(reason) (the next sync resumes where this one stopped)"
         }
     }
 

@@ -52,14 +52,22 @@ extension Engine {
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
+    /// Events stamped beyond the drift guard wait outside the views, as on import.
     /// On any bad record nothing changes.
     func rebuildViews() throws {
+        let limit = Engine.nowMilliseconds() + driftMilliseconds
         try environment.write { txn in
             try txn.clear(dbs.defaults)
             try txn.clear(dbs.secrets)
             try txn.clear(dbs.history)
+            try txn.clear(dbs.deferred)
             _ = try replayLog(txn) { sequence, event in
-                try index(event, sequence: sequence, txn)
+                try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+                if event.hlc.milliseconds > limit {
+                    try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+                } else {
+                    try Engine.indexView(event, sequence: sequence, txn, dbs)
+                }
             }
         }
         observers.publishReset()
@@ -70,8 +78,14 @@ extension Engine {
         try environment.read { txn in
             var report = VerificationReport(records: 0, keys: 0)
             var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
+            var waiting = Set<UInt64>()
+            try txn.scan(dbs.deferred) { key, _ in
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
+                return true
+            }
             do {
                 report.records = try replayLog(txn) { sequence, event in
+                    if waiting.contains(sequence) { return }  // held back by the drift guard
                     let entry = ViewEntry(event: event, sequence: sequence)
                     if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
                     winners[event.domain, default: [:]][event.key] = entry

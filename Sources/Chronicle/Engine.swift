@@ -41,9 +41,14 @@ final class Engine: Sendable {
     private let chainKeys = Mutex<[KeyID: SecureBytes]>([:])
     let poller = Mutex<Task<Void, Never>?>(nil)
 
-    init(directory: String, durability: Durability, initialMapSize: Int) throws {
+    /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
+    let driftMilliseconds: UInt64
+
+    init(directory: String, configuration: Store.Configuration) throws {
         var options = EnvironmentOptions()
-        options.mapSize = initialMapSize
+        options.mapSize = configuration.initialMapSize
+        driftMilliseconds = UInt64(max(0, configuration.maxClockDrift.components.seconds)) * 1000
+        let durability = configuration.durability
         switch durability {
         case .durable: options.syncMode = .durable
         case .noMetaSync: options.syncMode = .noMetaSync
@@ -55,6 +60,10 @@ final class Engine: Sendable {
         let dbs = try Databases(environment: environment)
         self.dbs = dbs
         replica = try environment.write { txn in try Engine.prepareMeta(txn, dbs, directory: directory) }
+        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 {
+            let drift = driftMilliseconds
+            try environment.write { txn in try Engine.promoteDeferred(txn, dbs, now: Engine.nowMilliseconds(), driftMilliseconds: drift) }
+        }
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
             guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
@@ -130,6 +139,7 @@ final class Engine: Sendable {
         do {
             let committed = try environment.write { txn in
                 var head = try LogHead.read(txn, dbs)
+                try Engine.promoteDeferred(txn, dbs, now: Engine.nowMilliseconds(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head)) }
                 try head.write(txn, dbs)
@@ -159,7 +169,7 @@ final class Engine: Sendable {
     private func applyLocal(_ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead) throws -> [CommittedEvent] {
         var committed: [CommittedEvent] = []
         committed.reserveCapacity(changes.count)
-        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let now = Engine.nowMilliseconds()
         for change in changes {
             head.counter += 1
             head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
@@ -173,8 +183,8 @@ final class Engine: Sendable {
         return committed
     }
 
-    /// Appends an event to the log, records its dot and history, and applies it to its view.
-    func append(_ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> UInt64 {
+    /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
+    func append(_ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true) throws -> UInt64 {
         head.sequence += 1
         let sequence = head.sequence
         let body = event.encoded()
@@ -184,13 +194,13 @@ final class Engine: Sendable {
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
-        try index(event, sequence: sequence, txn)
+        try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+        if indexView { try Engine.indexView(event, sequence: sequence, txn, dbs) }
         return sequence
     }
 
-    /// Adds the event to the history index and to its view when it wins.
-    func index(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction) throws {
-        try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+    /// Applies the event to its view when it wins over the current entry (last writer wins).
+    static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws {
         let view = dbs.view(event.domain)
         let key = Array(event.key.utf8)
         if let current = try txn.get(view, key: key) {
@@ -198,6 +208,11 @@ final class Engine: Sendable {
             guard event.wins(over: entry.order) else { return }
         }
         try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+    }
+
+    /// Wall-clock time in Unix milliseconds.
+    static func nowMilliseconds() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1000))
     }
 
     // MARK: - Chain key
@@ -227,7 +242,7 @@ final class Engine: Sendable {
         }
     }
 
-    /// Every event of a key, oldest first, with its local sequence.
+    /// Every event of a key, oldest first in the conflict order, with its local sequence.
     func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
         try environment.read { txn in
             let prefix = HistoryKey.prefix(domain: domain, name: name)
@@ -237,12 +252,15 @@ final class Engine: Sendable {
                 if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { sequences.append(sequence) }
                 return true
             }
-            return try sequences.map { sequence in
+            let events = try sequences.map { sequence in
                 guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
                 }
                 return CommittedEvent(sequence: sequence, event: try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence))
             }
+            // Oldest first in the conflict order (HLC, origin, counter): the same on every replica,
+            // whatever order the events arrived in.
+            return events.sorted { $1.event.wins(over: ($0.event.hlc, $0.event.origin, $0.event.counter)) }
         }
     }
 

@@ -26,7 +26,7 @@ enum EngineRegistry {
                 return EngineLease(engine: entry.engine)
             }
             let engine = try mappingErrors {
-                try Engine(directory: path, durability: configuration.durability, initialMapSize: configuration.initialMapSize)
+                try Engine(directory: path, configuration: configuration)
             }
             entries[path] = Entry(engine: engine, leases: 1)
             return EngineLease(engine: engine)

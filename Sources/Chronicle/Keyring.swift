@@ -247,11 +247,14 @@ final class Keyring: Sendable {
             guard manager.createFile(atPath: temporary.path, contents: Data(random), attributes: [.posixPermissions: 0o600]) else {
                 throw ChronicleError.io(path: temporary.path, reason: "cannot create the key file")
             }
-            if link(temporary.path, url.path) != 0 && !manager.fileExists(atPath: url.path) {
-                try? manager.removeItem(at: temporary)
-                throw ChronicleError.io(path: url.path, reason: "cannot create the key file")
+            // A hard link publishes the complete file atomically and never replaces one another process made first.
+            do { try manager.linkItem(atPath: temporary.path, toPath: url.path) } catch {
+                guard manager.fileExists(atPath: url.path) else {
+                    try? manager.removeItem(at: temporary)
+                    throw ChronicleError.io(path: url.path, reason: "cannot create the key file: \(error.localizedDescription)")
+                }
             }
-            try? manager.removeItem(at: temporary)  // another process may have won the race; its file is used
+            try? manager.removeItem(at: temporary)
         } catch let error as ChronicleError {
             throw error
         } catch {

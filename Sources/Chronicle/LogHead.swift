@@ -9,6 +9,8 @@ struct Databases: Sendable {
     let defaults: Database
     let secrets: Database
     let peers: Database
+    /// Events stamped beyond the clock-drift guard, waiting for local time: `HLC ‖ sequence` → empty.
+    let deferred: Database
 
     init(environment: Environment) throws {
         meta = try environment.openDatabase(named: "meta")
@@ -18,6 +20,7 @@ struct Databases: Sendable {
         defaults = try environment.openDatabase(named: "defaults")
         secrets = try environment.openDatabase(named: "secrets")
         peers = try environment.openDatabase(named: "peers")
+        deferred = try environment.openDatabase(named: "deferred")
     }
 
     func view(_ domain: Domain) -> Database {

@@ -43,6 +43,10 @@ extension Store {
         public var initialMapSize: Int
         /// The Argon2id cost of turning a passphrase into a key. Default ``KeyDerivationCost/interactive``.
         public var keyDerivationCost: KeyDerivationCost
+        /// How far ahead of the local clock a received event may be stamped and
+        /// still enter the views at once. Later ones are stored and relayed but
+        /// wait until local time reaches them. Default one hour.
+        public var maxClockDrift: Duration
 
         /// Creates a configuration.
         public init(
@@ -52,8 +56,10 @@ extension Store {
             logger: Logger = Logger(label: "chronicle"),
             maxValueSize: Int = 64 << 20,
             initialMapSize: Int = 1 << 30,
-            keyDerivationCost: KeyDerivationCost = .interactive
+            keyDerivationCost: KeyDerivationCost = .interactive,
+            maxClockDrift: Duration = .seconds(3600)
         ) {
+            self.maxClockDrift = maxClockDrift
             self.keyDerivationCost = keyDerivationCost
             self.keySource = keySource
             self.encryptDefaults = encryptDefaults

@@ -1,0 +1,180 @@
+public import Chronicle
+import Foundation
+
+/// A failed conformance check: what was expected and what happened.
+public struct ConformanceFailure: Error, CustomStringConvertible {
+    /// The check that failed.
+    public let check: String
+    /// What went wrong.
+    public let detail: String
+
+    public var description: String { "\(check): \(detail)" }
+}
+
+/// The checks every ``SyncTransport`` must pass.
+///
+/// ```swift
+/// @Test func myTransportConforms() async throws {
+///     try await TransportConformance.run { try MyTransport(to: freshRemote()) }
+/// }
+/// ```
+///
+/// `makeRemote` must return a transport to a fresh, empty remote replica each
+/// time it is called. The suite makes its own local stores in temporary
+/// directories and deletes them afterwards.
+public enum TransportConformance {
+    /// Runs every check; throws ``ConformanceFailure`` (or the transport's error) at the first failure.
+    public static func run(makeRemote: () async throws -> any SyncTransport) async throws {
+        try await identity(makeRemote())
+        try await pushThenPull(makeRemote())
+        try await resentRangesAreHarmless(makeRemote())
+        try await malformedRangesApplyNothing(makeRemote())
+        try await relayKeepsOriginAndPolicy(makeRemote())
+        try await batchesResumeFromACheckpoint(makeRemote())
+    }
+
+    // MARK: - Checks
+
+    static func identity(_ transport: any SyncTransport) async throws {
+        let first = try await transport.info()
+        let second = try await transport.info()
+        try require(first.replicaID == second.replicaID, "identity", "the replica id changed between calls")
+        try require(first.protocolVersion == 1, "identity", "protocol version \(first.protocolVersion), expected 1")
+        try require(first.epoch.count == 16, "identity", "epoch of \(first.epoch.count) bytes")
+        let empty = try await transport.pull(after: first.head, filter: .syncable, excludingOrigin: nil)
+        let store = try LocalStore()
+        let receipt = try store.store.importRange(empty)
+        try require(receipt.received == 0, "identity", "a pull at the head returned \(receipt.received) events")
+    }
+
+    static func pushThenPull(_ transport: any SyncTransport) async throws {
+        let sender = try LocalStore()
+        for i in 0..<10 { try sender.store.set(i, for: Key<Int>("conformance.n\(i)", default: -1)) }
+        try sender.store.set(1, for: Key<Int>("conformance.local", default: 0, sync: .never))
+        let receipt = try await transport.push(try sender.store.exportRange(after: 0))
+        try require(receipt.received == 10, "push", "the remote received \(receipt.received) events, expected 10 (never-synced events must not travel)")
+
+        let receiver = try LocalStore()
+        let pulled = try await pullAll(transport, into: receiver.store)
+        try require(pulled >= 10, "pull", "pulled \(pulled) events, expected at least 10")
+        for i in 0..<10 {
+            let value = receiver.store[Key<Int>("conformance.n\(i)", default: -1)]
+            try require(value == i, "pull", "key conformance.n\(i) reads \(value), expected \(i)")
+        }
+        try require(receiver.store[Key<Int>("conformance.local", default: 0)] == 0, "pull", "a .never event travelled")
+        let history = try receiver.store.history(of: Key<Int>("conformance.n3", default: -1))
+        try require(history.first?.origin == (try sender.store.replicaID), "pull", "the origin was not preserved")
+
+        let mine = try await transport.pull(after: 0, filter: .syncable, excludingOrigin: try sender.store.replicaID)
+        let own = try LocalStore()
+        try require(try own.store.importRange(mine).received == 0, "pull", "excludingOrigin returned the sender's own events")
+    }
+
+    static func resentRangesAreHarmless(_ transport: any SyncTransport) async throws {
+        let sender = try LocalStore()
+        try sender.store.set("x", for: Key<String>("conformance.resent", default: ""))
+        let range = try sender.store.exportRange(after: 0)
+        _ = try await transport.push(range)
+        _ = try await transport.push(range)
+        let receiver = try LocalStore()
+        _ = try await pullAll(transport, into: receiver.store)
+        let history = try receiver.store.history(of: Key<String>("conformance.resent", default: ""))
+        try require(history.count == 1, "resend", "a re-sent event appears \(history.count) times")
+    }
+
+    static func malformedRangesApplyNothing(_ transport: any SyncTransport) async throws {
+        let before = try await transport.info().head
+        for (name, bytes) in [("garbage", Data("not a range".utf8)), ("empty", Data())] {
+            do {
+                _ = try await transport.push(bytes)
+                throw ConformanceFailure(check: "malformed", detail: "a \(name) body was accepted")
+            } catch is ConformanceFailure {
+                throw ConformanceFailure(check: "malformed", detail: "a \(name) body was accepted")
+            } catch {}
+        }
+        let sender = try LocalStore()
+        try sender.store.set("y", for: Key<String>("conformance.truncated", default: ""))
+        let valid = try sender.store.exportRange(after: 0)
+        var rejected = false
+        do { _ = try await transport.push(valid.prefix(valid.count - 5)) } catch { rejected = true }
+        try require(rejected, "malformed", "a truncated range was accepted")
+        let after = try await transport.info().head
+        try require(after == before, "malformed", "the remote's log grew from \(before) to \(after) after rejected pushes")
+    }
+
+    static func relayKeepsOriginAndPolicy(_ transport: any SyncTransport) async throws {
+        let origin = try LocalStore()
+        let relay = try LocalStore()
+        try origin.store.set("relayed", for: Key<String>("conformance.relay", default: "", sync: .manual))
+        _ = try relay.store.importRange(try origin.store.exportRange(after: 0))
+        _ = try await transport.push(try relay.store.exportRange(after: 0))
+        let receiver = try LocalStore()
+        _ = try await pullAll(transport, into: receiver.store)
+        let entries = try receiver.store.logEntries().filter { $0.key == "conformance.relay" }
+        try require(entries.count == 1, "relay", "the relayed event arrived \(entries.count) times")
+        try require(entries.first?.origin == (try origin.store.replicaID), "relay", "the relay replaced the origin")
+        try require(entries.first?.policy == .manual, "relay", "the relay changed the sync policy")
+    }
+
+    static func batchesResumeFromACheckpoint(_ transport: any SyncTransport) async throws {
+        let sender = try LocalStore()
+        try sender.store.write { batch in
+            for i in 0..<600 { batch[Key<Int>("conformance.bulk\(i)", default: -1)] = i }
+        }
+        var after: UInt64 = 0
+        var pushes = 0
+        while true {
+            let data = try sender.store.exportRange(after: after, maxEvents: 256)
+            let receipt = try await transport.push(data)
+            pushes += 1
+            if receipt.received == 0 || pushes > 10 { break }
+            after += UInt64(receipt.received)
+        }
+        let receiver = try LocalStore()
+        _ = try await pullAll(transport, into: receiver.store)
+        let value = receiver.store[Key<Int>("conformance.bulk599", default: -1)]
+        try require(value == 599, "batches", "the last event of a multi-batch push reads \(value)")
+    }
+
+    // MARK: - Helpers
+
+    /// Pulls everything the remote has into `store`; returns the number of events received.
+    @discardableResult
+    public static func pullAll(_ transport: any SyncTransport, into store: Store) async throws -> Int {
+        var after: UInt64 = 0
+        var received = 0
+        for _ in 0..<100_000 {
+            let data = try await transport.pull(after: after, filter: .syncable, excludingOrigin: nil)
+            received += try store.importRange(data).received
+            guard let (upTo, head) = rangeBounds(data), upTo > after, upTo < head else { break }
+            after = upTo
+        }
+        return received
+    }
+
+    /// Reads `upTo` and `head` from an encoded range header.
+    static func rangeBounds(_ data: Data) -> (UInt64, UInt64)? {
+        let bytes = [UInt8](data)
+        let offset = 8 + 1 + 16 + 16 + 8
+        guard bytes.count >= offset + 16 else { return nil }
+        func u64(_ at: Int) -> UInt64 { bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        return (u64(offset), u64(offset + 8))
+    }
+
+    static func require(_ condition: Bool, _ check: String, _ detail: @autoclosure () -> String) throws {
+        if !condition { throw ConformanceFailure(check: check, detail: detail()) }
+    }
+}
+
+/// A store in a temporary directory, deleted when the value goes away.
+final class LocalStore {
+    let directory: URL
+    let store: Store
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-conformance-\(UUID().uuidString)")
+        store = try Store(directory: directory)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}

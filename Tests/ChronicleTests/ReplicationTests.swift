@@ -1,0 +1,259 @@
+@testable import Chronicle
+import ChronicleTesting
+import Foundation
+import LMDB
+import Testing
+
+/// Several stores in temporary directories, deleted afterwards.
+func withStores<R>(
+    _ count: Int, configuration: Store.Configuration = .init(), _ body: ([Store]) async throws -> R
+) async throws -> R {
+    let directories = (0..<count).map { _ in temporaryDirectory() }
+    defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+    let stores = try directories.map { try Store(directory: $0, configuration: configuration) }
+    return try await body(stores)
+}
+
+extension Keys {
+    static let note = Key<String>("sync.note", default: "", sync: .manual)
+    static let small = Key<String>("sync.small", default: "")
+    static let deviceOnly = Key<String>("sync.device", default: "", sync: .never)
+}
+
+struct ReplicationTests {
+    @Test func syncMovesEligibleEventsBothWays() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.note] = "from a"
+            a[.deviceOnly] = "a only"
+            b[.small] = "from b"
+            let report = try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(b[.note] == "from a")
+            #expect(a[.small] == "from b")
+            #expect(b[.deviceOnly] == "")  // .never stays home
+            #expect(report.sent == 1 && report.applied == 1)
+            #expect(try b.history(of: .note).first?.origin == (try a.replicaID))
+            // A second sync moves nothing.
+            let again = try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(again.sent == 0 && again.received == 0)
+        }
+    }
+
+    @Test func lastWriterWinsOnTheLogicalClockEverywhere() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.small] = "a1"
+            b[.small] = "b1"  // later HLC: wins
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(a[.small] == "b1" && b[.small] == "b1")
+            try a.remove(.small)  // a tombstone after b1 wins too
+            try await Replicator(store: b, peers: [.store(a)]).sync()
+            #expect(a[.small] == "" && b[.small] == "")
+            #expect(try b.history(of: .small).map(\.value) == ["a1", "b1", nil])
+            // Applying an older event changes nothing.
+            #expect(try a.verify().isSound && b.verify().isSound)
+        }
+    }
+
+    @Test func relaysKeepOriginAndPolicyAndNeverRelayNeverEvents() async throws {
+        try await withStores(3) { stores in
+            let (a, relay, c) = (stores[0], stores[1], stores[2])
+            a[.note] = "manual from a"
+            a[.deviceOnly] = "stays"
+            try await Replicator(store: relay, peers: [.store(a)]).sync()
+            try await Replicator(store: relay, peers: [.store(c)]).sync()
+            #expect(c[.note] == "manual from a")
+            #expect(c[.deviceOnly] == "")
+            let entry = try #require(try c.logEntries().first { $0.key == "sync.note" })
+            #expect(entry.origin == (try a.replicaID))
+            #expect(entry.policy == .manual)
+        }
+    }
+
+    @Test func directoryMailboxRelaysBetweenReplicas() async throws {
+        let mailbox = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: mailbox) }
+        try await withStores(3) { stores in
+            stores[0][.note] = "via folder"
+            stores[1][.small] = "also via folder"
+            for store in stores { try await Replicator(store: store, peers: [.directory(mailbox)]).sync() }
+            for store in stores { try await Replicator(store: store, peers: [.directory(mailbox)]).sync() }
+            for store in stores {
+                #expect(store[.note] == "via folder")
+                #expect(store[.small] == "also via folder")
+            }
+        }
+    }
+
+    @Test func sealedEventsTravelSealedAndOpenWhereTheKeyIs() async throws {
+        let keyDirectory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: keyDirectory) }
+        let keyFile = keyDirectory.appendingPathComponent("group.key")
+        try Keyring.createKeyFile(keyFile)
+        let withKey = Store.Configuration(keySource: .keyFile(keyFile))
+        let directories = (0..<3).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        let a = try Store(directory: directories[0], configuration: withKey)
+        let b = try Store(directory: directories[1], configuration: withKey)
+        let keyless = try Store(directory: directories[2])  // no key source: can relay, cannot read
+        let shared = SecretKey<String?>("sync.secret", sync: .manual)
+        try a.set("classified", for: shared)
+        try await Replicator(store: keyless, peers: [.store(a)]).sync()
+        #expect(throws: ChronicleError.self) { try keyless.value(for: shared) }
+        #expect(try keyless.logEntries().allSatisfy { $0.valueJSON == nil || !$0.valueJSON!.contains("classified") })
+        try await Replicator(store: keyless, peers: [.store(b)]).sync()  // relayed, still sealed
+        #expect(b[shared] == "classified")
+    }
+
+    @Test func interruptedSyncResumesWithoutLossOrDuplicates() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            try a.write { batch in
+                for i in 0..<700 { batch[Key<Int>("bulk.\(i)", default: -1, sync: .manual)] = i }
+            }
+            for failure: FailingTransport.Failure in [.pushBeforeDelivery(2), .pushAfterDelivery(1), .pull(1)] {
+                let flaky = Peer(name: "flaky", transport: FailingTransport(StoreTransport(store: b), failing: [failure]))
+                await #expect(throws: ChronicleError.self) { try await Replicator(store: a, peers: [flaky]).sync() }
+            }
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(b[Key<Int>("bulk.699", default: -1)] == 699)
+            #expect(try b.logEntries().count == 700)  // no duplicates after re-sent batches
+            #expect(try b.verify().isSound)
+        }
+    }
+
+    @Test func reorderedAndDuplicatedRangesConverge() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            for i in 0..<5 { a[.small] = "v\(i)" }
+            let first = try a.exportRange(after: 0, maxEvents: 2)
+            let second = try a.exportRange(after: 2, maxEvents: 2)
+            let third = try a.exportRange(after: 4, maxEvents: 2)
+            for range in [third, first, third, second, first] { _ = try b.importRange(range) }
+            #expect(b[.small] == "v4")
+            #expect(try b.logEntries().count == 5)
+            #expect(try b.verify().isSound)
+        }
+    }
+
+    @Test func aKnownDotWithOtherContentIsALoudError() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.small] = "original"
+            _ = try b.importRange(try a.exportRange(after: 0))
+            var forged = try EventRange(decoding: Array(try a.exportRange(after: 0)))
+            forged.events[0].payload = Array("forged".utf8)
+            #expect {
+                try b.importRange(Data(forged.encoded()))
+            } throws: { error in
+                guard case ChronicleError.malformedInput(let text) = error else { return false }
+                return text.contains("differs")
+            }
+            #expect(b[.small] == "original")
+        }
+    }
+
+    @Test func malformedTruncatedAndOversizedRangesApplyNothing() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.small] = "x"
+            let valid = try a.exportRange(after: 0)
+            var flipped = valid
+            flipped[flipped.count / 2] ^= 0x40
+            for bad in [Data(), Data("CHRNRNGE".utf8), valid.prefix(valid.count - 1), flipped, valid + Data([0])] {
+                #expect(throws: ChronicleError.self) { try b.importRange(bad) }
+            }
+            #expect(try b.logEntries().isEmpty)
+            // An unsealed secret is refused as a whole range.
+            var unsealed = try EventRange(decoding: Array(valid))
+            unsealed.events[0].domain = .secrets
+            #expect(throws: ChronicleError.self) { try b.importRange(Data(unsealed.encoded())) }
+            #expect(try b.logEntries().isEmpty)
+        }
+    }
+
+    @Test func driftGuardKeepsFutureEventsOutOfTheViews() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.small] = "now"
+            _ = try b.importRange(try a.exportRange(after: 0))
+            // An event stamped two hours ahead of b's clock.
+            var future = try EventRange(decoding: Array(try a.exportRange(after: 0)))
+            future.events[0].counter = 99
+            future.events[0].hlc = HLC(rawValue: (Engine.nowMilliseconds() + 2 * 3_600_000) << 16)
+            future.events[0].payload = Array("future".utf8)
+            let clockBefore = try b.engine.head().hlc
+            let receipt = try b.importRange(Data(future.encoded()))
+            #expect(receipt.deferred == 1 && receipt.applied == 1)
+            #expect(b[.small] == "now")  // kept out of the view
+            #expect(try b.engine.head().hlc == clockBefore)  // never moves the local clock
+            #expect(try b.logEntries().count == 2)  // stored, so it relays
+            #expect(try b.verify().isSound)
+            // Relayed onward, still held back at the next replica.
+            try await withStores(1) { more in
+                _ = try more[0].importRange(try b.exportRange(after: 0))
+                #expect(more[0][.small] == "now")
+            }
+        }
+    }
+
+    @Test func observersHearReplicatedChanges() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            let updates = b.updates(of: .small)
+            a[.small] = "replicated"
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            let values = await collect(updates) { $0.last == "replicated" }
+            #expect(values == ["", "replicated"])
+        }
+    }
+
+    @Test func automaticModePushesSmallEventsAndLeavesTheRest() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            var configuration = Replicator.Configuration()
+            configuration.automaticPayloadLimit = 1024
+            configuration.pullInterval = .milliseconds(200)
+            let replicator = Replicator(store: a, peers: [.store(b)], configuration: configuration)
+            await replicator.start()
+            let big = Key<String>("sync.big", default: "")
+            a[big] = String(repeating: "x", count: 4096)
+            a[.note] = "manual"
+            a[.small] = "small"
+            let arrived = await collect(b.updates(of: .small)) { $0.last == "small" }
+            #expect(arrived.last == "small")
+            #expect(b[big] == "")  // too large for automatic mode
+            #expect(b[.note] == "")  // manual waits for sync()
+            // Pulls happen too: b's small change reaches a.
+            b[.small] = "back"
+            _ = await collect(a.updates(of: .small)) { $0.last == "back" }
+            await replicator.stop()
+            try await replicator.sync()  // sync() still moves what automatic mode skipped
+            #expect(b[big].count == 4096)
+            #expect(b[.note] == "manual")
+        }
+    }
+
+    @Test func storeTransportConforms() async throws {
+        var remotes: [URL] = []
+        defer { for url in remotes { try? FileManager.default.removeItem(at: url) } }
+        var stores: [Store] = []
+        try await TransportConformance.run {
+            let directory = temporaryDirectory()
+            remotes.append(directory)
+            let store = try Store(directory: directory)
+            stores.append(store)
+            return StoreTransport(store: store)
+        }
+    }
+
+    @Test func directoryTransportConforms() async throws {
+        var remotes: [URL] = []
+        defer { for url in remotes { try? FileManager.default.removeItem(at: url) } }
+        try await TransportConformance.run {
+            let directory = temporaryDirectory()
+            remotes.append(directory)
+            return DirectoryTransport(directory: directory)
+        }
+    }
+}
