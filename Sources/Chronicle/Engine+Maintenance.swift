@@ -43,7 +43,14 @@ extension Engine {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
             }
             previous = hash
-            try visit(sequence, try record.event(sequence: sequence))
+            if record.kind == .anchor {
+                guard sequence == 1 else { throw ChronicleError.corruptRecord(sequence: sequence, reason: "an anchor record after the start of the log") }
+                do { _ = try Anchor(decoding: record.body) } catch {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
+                }
+            } else {
+                try visit(sequence, try record.event(sequence: sequence))
+            }
             expected += 1
             count += 1
             return true

@@ -51,7 +51,7 @@ extension Engine {
     /// Cuts the range of this log after `after`: at most `maxEvents` events and
     /// about `maxBytes` bytes (at least one event), with the keys they need.
     func exportRange(
-        after: UInt64, filter: RangeFilter, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max
+        after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max
     ) throws -> EventRange {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
@@ -63,8 +63,12 @@ extension Engine {
             try txn.scan(dbs.events, from: (start + 1).bigEndianBytes) { key, value in
                 guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
                 let record = try LogRecord(decoding: value, sequence: sequence)
+                if record.kind == .anchor {
+                    upTo = sequence
+                    return true
+                }
                 let event = try record.event(sequence: sequence)
-                if filter.admits(event), event.origin != excluding {
+                if filter?.admits(event) ?? true, event.origin != excluding {
                     if !events.isEmpty, events.count >= maxEvents || bytes + event.payload.count > maxBytes { return false }
                     events.append(event)
                     bytes += event.payload.count + 64
@@ -105,6 +109,10 @@ extension Engine {
             }
             for (index, event) in range.events.enumerated() {
                 if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
+                    if known == 0 {  // compacted away here: known, content no longer comparable
+                        receipt.duplicates += 1
+                        continue
+                    }
                     guard let bytes = try txn.get(dbs.events, key: known.bigEndianBytes) else {
                         throw ChronicleError.corruptRecord(sequence: known, reason: "in the dots index but missing from the log")
                     }

@@ -119,7 +119,7 @@ final class Engine: Sendable {
     }
 
     /// The inode of the data file, which changes when the store is copied or restored.
-    private static func fileIdentity(directory: String) -> [UInt8] {
+    static func fileIdentity(directory: String) -> [UInt8] {
         let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb")
         let inode = (attributes?[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
         return inode.bigEndianBytes

@@ -33,6 +33,11 @@ enum EngineRegistry {
         }
     }
 
+    /// Whether this process has the store at `path` open.
+    static func isOpen(path: String) -> Bool {
+        entries.withLock { $0[path] != nil }
+    }
+
     static func release(path: String) {
         entries.withLock { entries in
             guard var entry = entries[path] else { return }

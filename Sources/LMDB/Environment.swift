@@ -1,5 +1,12 @@
 internal import CLMDB
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a commit reaches the disk.
 public enum SyncMode: Sendable, Hashable {
@@ -237,6 +244,25 @@ public final class Environment: @unchecked Sendable {
         try lock.withShared {
             try check(mdb_env_copy2(env, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
         }
+    }
+
+    /// Shrinks the environment in the directory at `path` to its pages in use:
+    /// a compacting copy into a scratch directory, then an atomic `rename` over `data.mdb`.
+    ///
+    /// No process may have the environment open.
+    public static func compactFile(at path: String) throws {
+        let scratch = path + "/.compact-\(UInt64.random(in: 0...UInt64.max))"
+        guard mkdir(scratch, 0o700) == 0 else { throw LMDBError(code: errno) }
+        defer {
+            unlink(scratch + "/data.mdb")
+            unlink(scratch + "/lock.mdb")
+            rmdir(scratch)
+        }
+        do {
+            let environment = try Environment(path: path)
+            try environment.copy(to: scratch, compact: true)
+        }
+        guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
     }
 
     /// The size in bytes of the environment's data that is in use (last page × page size).

@@ -4,7 +4,12 @@ import Chronicle
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check that every record decodes, the hash chain holds and the views equal a replay.",
-        discussion: "Exits with status 1 and names the first bad sequence when the store is not sound.")
+        discussion: """
+            Exits with status 1 and names the first bad sequence when the store is not sound.
+            A keyed store (created with a key source) needs its key to check the chain.
+
+            Example: chronicle verify --store ./store
+            """)
 
     @OptionGroup var options: StoreOptions
 
@@ -17,19 +22,5 @@ struct Verify: ParsableCommand {
             printError(report.description)
             throw ExitCode(1)
         }
-    }
-}
-
-struct Replay: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Rebuild the views from the log.",
-        discussion: "Runs in one transaction: on a corrupt record nothing changes and the sequence is named.")
-
-    @OptionGroup var options: StoreOptions
-
-    func run() throws {
-        let store = try options.open()
-        try store.rebuildViews()
-        print("views rebuilt from \(try store.logEntries().count) records")
     }
 }

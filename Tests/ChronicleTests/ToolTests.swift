@@ -1,0 +1,221 @@
+@testable import Chronicle
+import Foundation
+import Testing
+
+/// Replaces run-specific parts (dates, replica ids) of tool output with placeholders.
+func normalized(_ text: String) -> String {
+    var result = text
+    let patterns = [
+        (#"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"#, "<date>"),
+        (#"\b[0-9a-f]{32}\b"#, "<id>"),
+        (#"\b[0-9a-f]{8}\b"#, "<short>"),
+    ]
+    for (pattern, replacement) in patterns {
+        result = result.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
+    }
+    return result
+}
+
+struct ToolTests {
+    /// A store with a known history, made through the tool itself.
+    func fixture(_ directory: URL) throws {
+        for arguments in [
+            ["set", "settings.theme", "dark"], ["set", "stats.launches", "3"], ["set", "user.profile", #"{"name":"Ada","tags":["x"]}"#],
+            ["set", "settings.theme", "light"], ["rm", "stats.launches"],
+        ] {
+            let result = try runChronicle(arguments + ["--store", directory.path])
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test func logHumanFormatMatchesGoldenOutput() throws {
+        try withTemporaryStore { _, directory throws in
+            try fixture(directory)
+            let log = try runChronicle(["log", "--store", directory.path])
+            #expect(log.status == 0)
+            let golden = """
+                1\t<date>\t<short>\tdefaults\tsettings.theme\tset\t"dark"
+                2\t<date>\t<short>\tdefaults\tstats.launches\tset\t3
+                3\t<date>\t<short>\tdefaults\tuser.profile\tset\t{"name":"Ada","tags":["x"]}
+                4\t<date>\t<short>\tdefaults\tsettings.theme\tset\t"light"
+                5\t<date>\t<short>\tdefaults\tstats.launches\tremove\t(removed)
+
+                """
+            #expect(normalized(log.stdout) == golden)
+
+            let keys = try runChronicle(["keys", "--store", directory.path])
+            let keysGolden = """
+                KEY                       DOMAIN    POLICY          SIZE  REVISIONS  LAST WRITER  CHANGED  SEALED
+                settings.theme            defaults  automaticSmall  5     2          <short>     <date>  no
+                stats.launches (removed)  defaults  automaticSmall  0     2          <short>     <date>  no
+                user.profile              defaults  automaticSmall  27    1          <short>     <date>  no
+
+                """
+            #expect(normalized(keys.stdout).replacingOccurrences(of: "CHANGED               ", with: "CHANGED  ") == keysGolden)
+        }
+    }
+
+    @Test func jsonOutputParses() throws {
+        try withTemporaryStore { _, directory throws in
+            try fixture(directory)
+            let log = try runChronicle(["log", "--json", "--key", "settings.theme", "--store", directory.path])
+            let lines = log.stdout.split(separator: "\n")
+            #expect(lines.count == 2)
+            for line in lines {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                for field in ["sequence", "origin", "timestamp", "domain", "key", "op", "policy", "sealed", "value"] {
+                    #expect(object[field] != nil, "missing \(field)")
+                }
+            }
+            let last = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+            #expect(last["value"] as? String == "light")
+            let keys = try runChronicle(["keys", "--json", "--store", directory.path])
+            #expect(keys.stdout.split(separator: "\n").count == 3)
+            let get = try runChronicle(["get", "user.profile", "--store", directory.path])
+            let profile = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])
+            #expect(profile["name"] as? String == "Ada")
+        }
+    }
+
+    @Test func sealedValuesNeverPrint() throws {
+        let marker = "TOOL-SECRET-\(UUID().uuidString)"
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory throws in
+            try store.set(marker, for: .apiToken)
+            let passphraseFile = directory.appendingPathComponent("../pw-\(UUID().uuidString)").standardizedFileURL
+            try Data("pw\n".utf8).write(to: passphraseFile)
+            defer { try? FileManager.default.removeItem(at: passphraseFile) }
+            for arguments in [["log"], ["log", "--json"], ["keys"], ["keys", "--json"], ["stats"], ["verify"]] {
+                let result = try runChronicle(arguments + ["--store", directory.path, "--passphrase-file", passphraseFile.path])
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                #expect(!result.stdout.contains(marker) && !result.stderr.contains(marker))
+            }
+        }
+    }
+
+    @Test func pointInTimeReplay() throws {
+        try withTemporaryStore { store, directory throws in
+            try fixture(directory)
+            let into = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: into) }
+            let result = try runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let past = try runChronicle(["get", "settings.theme", "--store", into.path])
+            #expect(past.stdout.contains("dark"))
+            let launches = try runChronicle(["get", "stats.launches", "--store", into.path])
+            #expect(launches.stdout.contains("3"))
+            #expect(store[Key<String>("settings.theme", default: "")] == "light")  // the original is untouched
+            let copy = try Store(directory: into)
+            #expect(try copy.replicaID != store.replicaID)
+            #expect(try copy.logEntries().map(\.origin).allSatisfy { $0 == (try store.replicaID) })
+            #expect(try copy.verify().isSound)
+            let again = try runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
+            #expect(again.status != 0)  // refuses a non-empty directory
+        }
+    }
+
+    @Test func exportImportRoundTrip() throws {
+        try withTemporaryStore { _, directory throws in
+            try fixture(directory)
+            let file = temporaryDirectory().appendingPathExtension("range")
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try runChronicle(["export", "--from", "2", "--to", "4", file.path, "--store", directory.path]).status == 0)
+            try withTemporaryStore { other, otherDirectory throws in
+                let imported = try runChronicle(["import", file.path, "--store", otherDirectory.path])
+                #expect(imported.status == 0, "\(imported.stderr)")
+                #expect(imported.stdout.contains("applied 3"))
+                #expect(other[Key<Int>("stats.launches", default: 0)] == 3)
+                #expect(other[Key<String>("settings.theme", default: "")] == "light")
+                #expect(try runChronicle(["import", file.path, "--store", otherDirectory.path]).stdout.contains("duplicates 3"))
+                try Data("garbage".utf8).write(to: file)
+                let bad = try runChronicle(["import", file.path, "--store", otherDirectory.path])
+                #expect(bad.status != 0)
+                #expect(bad.stderr.contains("malformed"))
+            }
+        }
+    }
+
+    @Test func exitStatusesAndErrors() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory throws in
+            try store.set("x", for: .apiToken)
+            let wrong = try runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
+            #expect(wrong.status != 0)
+            #expect(wrong.stderr.contains("passphrase or key file"))
+            let badFlag = try runChronicle(["log", "--since", "yesterday-ish", "--store", directory.path])
+            #expect(badFlag.status != 0)
+            #expect(badFlag.stderr.contains("ISO 8601"))
+            let unknown = try runChronicle(["frobnicate"])
+            #expect(unknown.status != 0)
+        }
+        let notAStore = temporaryDirectory()
+        try FileManager.default.createDirectory(at: notAStore, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: notAStore) }
+        try Data(repeating: 0x5A, count: 65536).write(to: notAStore.appendingPathComponent("data.mdb"))
+        let bad = try runChronicle(["stats", "--store", notAStore.path])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("storage error"))
+        for command in ["log", "replay", "get", "set", "rm", "keys", "verify", "export", "import", "compact", "stats", "demo"] {
+            let help = try runChronicle([command, "--help"])
+            #expect(help.status == 0 && help.stdout.contains("--store"), "\(command) --help")
+        }
+    }
+
+    @Test func compactKeepsCurrentValuesAndVerify() throws {
+        try withTemporaryStore { store, directory throws in
+            for i in 0..<50 { store[.launches] = i }
+            store[.theme] = .dark
+            try store.remove(.draft)
+            store[.draft] = "kept"
+            let before = try store.catalog().map { "\($0.name)=\($0.isRemoved)" }
+            let result = try runChronicle(["compact", "--before", "2999-01-01", "--store", directory.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("dropped"))
+            #expect(store[.launches] == 49 && store[.theme] == .dark && store[.draft] == "kept")
+            #expect(try store.catalog().map { "\($0.name)=\($0.isRemoved)" } == before)
+            #expect(try store.verify().isSound)
+            #expect(try store.logEntries().count == 3)
+            // Dropped events are never imported again.
+            try withTemporaryStore { other, _ throws in
+                _ = try other.importRange(try store.exportRange(after: 0))
+                _ = try store.importRange(try other.exportRange(after: 0))
+                #expect(try store.logEntries().count == 3)
+            }
+        }
+    }
+}
+
+struct CompactionTests {
+    @Test func compactionWaitsForPeersAndReclaimsSpace() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            let blob = Key<Data>("blob", default: Data())
+            for i in 0..<20 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            for i in 20..<30 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }  // not yet acknowledged by b
+            let epoch = try a.statistics().epoch
+            let report = try a.compact(before: Date.distantFuture)
+            #expect(report.dropped == 20)  // only what b acknowledged
+            #expect(try a.statistics().epoch != epoch)
+            #expect(a[blob] == Data(repeating: 29, count: 64 * 1024))
+            try await Replicator(store: a, peers: [.store(b)]).sync()  // a new epoch: restarts safely
+            #expect(b[blob] == Data(repeating: 29, count: 64 * 1024))
+            #expect(try b.logEntries().count == 30)
+            #expect(try a.verify().isSound)
+        }
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let replica: ReplicaID
+        do {
+            let store = try Store(directory: directory)
+            for i in 0..<40 { store[Key<Data>("blob", default: Data())] = Data(repeating: UInt8(i), count: 128 * 1024) }
+            _ = try store.compact(before: Date.distantFuture)
+            replica = try store.replicaID
+            #expect(throws: ChronicleError.self) { try Store.reclaimSpace(directory: directory) }  // open here
+        }
+        let sizes = try Store.reclaimSpace(directory: directory)
+        #expect(sizes.after < sizes.before / 4)
+        let reopened = try Store(directory: directory)
+        #expect(try reopened.replicaID == replica)  // reclaiming is not copying
+        #expect(reopened[Key<Data>("blob", default: Data())] == Data(repeating: 39, count: 128 * 1024))
+        #expect(try reopened.verify().isSound)
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Chronicle
+import Foundation
+
+struct KeysCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "The audit catalog: every key with domain, policy, size, revisions, last writer and sealing.",
+        discussion: "Example: chronicle keys --store ./store --json")
+
+    @OptionGroup var options: StoreOptions
+    @Flag(help: "JSON Lines: one key per line.") var json = false
+
+    func run() throws {
+        let keys = try options.open().catalog()
+        if json {
+            for key in keys {
+                print(
+                    "{\"key\":\(jsonString(key.name)),\"domain\":\"\(key.domain)\",\"policy\":\"\(key.policy)\",\"size\":\(key.size),"
+                        + "\"revisions\":\(key.revisions),\"lastWriter\":\"\(key.lastWriter.hex)\",\"lastChanged\":\"\(iso(Self.date(key.lastChanged)))\","
+                        + "\"sealed\":\(key.isSealed),\"removed\":\(key.isRemoved)}")
+            }
+            return
+        }
+        let header = ["KEY", "DOMAIN", "POLICY", "SIZE", "REVISIONS", "LAST WRITER", "CHANGED", "SEALED"]
+        let rows = keys.map { key in
+            [
+                key.name + (key.isRemoved ? " (removed)" : ""), key.domain, key.policy.description, "\(key.size)", "\(key.revisions)",
+                key.lastWriter.short, iso(Self.date(key.lastChanged)), key.isSealed ? "yes" : "no",
+            ]
+        }
+        printTable([header] + rows)
+    }
+
+    static func date(_ hlc: HLC) -> Date { Date(timeIntervalSince1970: Double(hlc.milliseconds) / 1000) }
+}
+
+/// Prints rows as left-aligned columns separated by two spaces.
+func printTable(_ rows: [[String]]) {
+    guard let columns = rows.first?.count else { return }
+    let widths = (0..<columns).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    for row in rows {
+        print(row.enumerated().map { index, cell in
+            index == columns - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+        }.joined(separator: "  "))
+    }
+}
