@@ -138,14 +138,18 @@ struct MapGrowthTests {
 }
 
 struct CorruptionTests {
-    /// Flips one bit of the first occurrence of `needle` in the store's data file.
+    /// Flips one bit in every occurrence of `needle` in the store's data file (LMDB's copy-on-write
+    /// can leave stale copies of a page; the live one is among them).
     func flipByte(after needle: [UInt8], in directory: URL) throws {
         let file = directory.appendingPathComponent("data.mdb")
-        var data = try Data(contentsOf: file)
-        let bytes = [UInt8](data)
-        let index = try #require((0...(bytes.count - needle.count)).first { bytes[$0..<$0 + needle.count].elementsEqual(needle) })
-        data[index + needle.count - 1] ^= 0x01
-        try data.write(to: file)
+        let bytes = [UInt8](try Data(contentsOf: file))
+        var altered = bytes
+        let hits = (0...(bytes.count - needle.count)).filter { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+        try #require(!hits.isEmpty)
+        for index in hits { altered[index + needle.count - 1] ^= 0x01 }
+        let handle = try FileHandle(forWritingTo: file)  // in place: the file keeps its inode
+        try handle.write(contentsOf: Data(altered))
+        try handle.close()
     }
 
     @Test func alteredRecordIsReportedWithItsSequence() throws {
