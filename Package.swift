@@ -7,11 +7,16 @@ let package = Package(
     products: [
         .library(name: "Chronicle", targets: ["Chronicle"]),
         .library(name: "ChronicleTesting", targets: ["ChronicleTesting"]),
+        .library(name: "ChronicleHTTP", targets: ["ChronicleHTTP"]),
         .executable(name: "chronicle", targets: ["chronicle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // System libraries: the only modules that see C declarations, through the wrappers below.
@@ -35,11 +40,28 @@ let package = Package(
         // Test support for apps and transports: a transport conformance suite and fault injection.
         .target(name: "ChronicleTesting", dependencies: ["Chronicle"]),
 
+        // HTTP replication: a Hummingbird server and an async-http-client transport.
+        .target(
+            name: "ChronicleHTTP",
+            dependencies: [
+                "Chronicle",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // The command-line tool.
         .executableTarget(
             name: "chronicle",
             dependencies: [
                 "Chronicle",
+                "ChronicleHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/chronicle"
@@ -48,6 +70,15 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SodiumTests", dependencies: ["Sodium"]),
         .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "LMDB", "chronicle"]),
+        .testTarget(
+            name: "ChronicleHTTPTests",
+            dependencies: [
+                "ChronicleHTTP", "Chronicle", "ChronicleTesting", "chronicle",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,229 @@
+public import Chronicle
+import Dispatch
+public import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+public import Logging
+import NIOCore
+import NIOSSL
+
+/// Serves a store's log to replicas over HTTP (`chronicle serve`).
+///
+/// Endpoints, all under `/v1`, all requiring `Authorization: Bearer <token>`:
+///
+/// | method | path | request | response |
+/// |---|---|---|---|
+/// | GET | `/v1/info` | — | JSON ``ReplicaInfo`` |
+/// | GET | `/v1/range?after=N&filter=syncable\|small:BYTES&exclude=HEX` | — | a range (binary, bounded batch) |
+/// | POST | `/v1/range` | a range (binary) | JSON ``RangeReceipt``, after the durable commit |
+///
+/// A missing or wrong token gets 401 and touches nothing; a malformed range
+/// gets 400 and applies nothing; a body over the limit gets 413 before it is
+/// read whole.
+public struct ChronicleServer: Sendable {
+    /// A certificate and private key for HTTPS.
+    public struct TLS: Sendable {
+        /// PEM file with the certificate chain.
+        public var certificateChain: URL
+        /// PEM file with the private key.
+        public var privateKey: URL
+
+        /// Creates a TLS setting from PEM files.
+        public init(certificateChain: URL, privateKey: URL) {
+            self.certificateChain = certificateChain
+            self.privateKey = privateKey
+        }
+    }
+
+    /// The store served.
+    public let store: Store
+    let token: [UInt8]
+    /// The largest push body accepted, in bytes. Default 80 MiB.
+    public var maxBodySize: Int = 80 << 20
+    /// Where requests and errors are logged (never values or tokens).
+    public var logger: Logger
+
+    /// A server for `store` that accepts requests carrying `token`.
+    public init(store: Store, token: String, logger: Logger = Logger(label: "chronicle.serve")) {
+        self.store = store
+        self.token = Array(token.utf8)
+        self.logger = logger
+    }
+
+    /// Runs until the task is cancelled or, with `gracefulShutdownSignals`, until
+    /// SIGINT/SIGTERM; in-flight requests finish first.
+    ///
+    /// - Parameters:
+    ///   - host: The address to bind, for example `127.0.0.1`.
+    ///   - port: The port (0 picks a free one; `onRunning` says which).
+    ///   - tls: Serve HTTPS with this certificate and key.
+    ///   - gracefulShutdownSignals: Signals that start a graceful shutdown.
+    ///   - onRunning: Called with the bound port once the server accepts connections.
+    public func run(
+        host: String, port: Int, tls: TLS? = nil, gracefulShutdownSignals: Bool = false,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        var serverBuilder = HTTPServerBuilder.http1()
+        if let tls {
+            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
+            let key = try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem)
+            serverBuilder = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+        }
+        let app = Application(
+            router: makeRouter(),
+            server: serverBuilder,
+            configuration: .init(address: .hostname(host, port: port), serverName: "chronicle"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+        if gracefulShutdownSignals {
+            try await app.runService()
+        } else {
+            try await app.run()
+        }
+    }
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: BearerTokenMiddleware(token: token, logger: logger))
+        let store = self.store
+        let maxBodySize = self.maxBodySize
+        let logger = self.logger
+
+        router.get("v1/info") { _, _ -> Response in
+            let info = try await offload { try store.replicaInfo() }
+            return try jsonResponse(WireInfo(info))
+        }
+
+        router.get("v1/range") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            guard let after = query.get("after", as: UInt64.self) else {
+                throw HTTPError(.badRequest, message: "after=N is required")
+            }
+            let filter = try parseFilter(query.get("filter"))
+            var exclude: ReplicaID?
+            if let hex = query.get("exclude") {
+                guard let id = ReplicaID(hex: hex) else { throw HTTPError(.badRequest, message: "exclude must be a replica id (32 hex digits)") }
+                exclude = id
+            }
+            let excluded = exclude
+            let data = try await offload { try store.exportRange(after: after, filter: filter, excludingOrigin: excluded) }
+            var headers = HTTPFields()
+            headers[.contentType] = rangeMediaType
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+
+        router.post("v1/range") { request, context -> Response in
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodySize {
+                throw HTTPError(.contentTooLarge, message: "a range of \(length) bytes is over the limit of \(maxBodySize)")
+            }
+            var request = request
+            let body = try await request.collectBody(upTo: maxBodySize)
+            let data = Data(body.readableBytesView)
+            do {
+                let receipt = try await offload { try store.importRange(data) }
+                return try jsonResponse(receipt)
+            } catch let error as ChronicleError {
+                if case .malformedInput = error {
+                    logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
+                    throw HTTPError(.badRequest, message: error.description)
+                }
+                throw error
+            }
+        }
+        return router
+    }
+}
+
+/// Checks `Authorization: Bearer <token>` on every request, in constant time.
+struct BearerTokenMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let token: [UInt8]
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        let presented = header.hasPrefix(prefix) ? Array(header.utf8.dropFirst(prefix.utf8.count)) : []
+        guard constantTimeEqual(presented, token) else {
+            logger.notice("chronicle: refused a request with a missing or wrong token", metadata: ["path": "\(request.uri.path)"])
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = "Bearer"
+            return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "missing or wrong bearer token\n")))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+    for index in 0..<max(a.count, b.count) {
+        difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+    }
+    return difference == 0 && !b.isEmpty
+}
+
+let rangeMediaType = "application/vnd.chronicle.range"
+
+/// `syncable` (default) or `small:BYTES`.
+func parseFilter(_ text: String?) throws -> RangeFilter {
+    guard let text, text != "syncable" else { return .syncable }
+    if text.hasPrefix("small:"), let limit = Int(text.dropFirst(6)), limit >= 0 { return .automaticSmall(maxPayload: limit) }
+    throw HTTPError(.badRequest, message: "filter is syncable or small:BYTES")
+}
+
+func filterText(_ filter: RangeFilter) -> String {
+    switch filter {
+    case .syncable: "syncable"
+    case let .automaticSmall(limit): "small:\(limit)"
+    }
+}
+
+/// ``ReplicaInfo`` on the wire: ids in hex.
+struct WireInfo: Codable {
+    var replicaID: String
+    var epoch: String
+    var protocolVersion: UInt8
+    var head: UInt64
+
+    init(_ info: ReplicaInfo) {
+        replicaID = info.replicaID.hex
+        epoch = info.epoch.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        protocolVersion = info.protocolVersion
+        head = info.head
+    }
+
+    func info() throws -> ReplicaInfo {
+        guard let id = ReplicaID(hex: replicaID), epoch.utf8.count == 32 else {
+            throw ChronicleError.malformedInput("the peer's info is malformed")
+        }
+        let digits = Array(epoch.utf8)
+        let bytes = try stride(from: 0, to: 32, by: 2).map { index in
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                throw ChronicleError.malformedInput("the peer's epoch is malformed")
+            }
+            return byte
+        }
+        return ReplicaInfo(replicaID: id, epoch: bytes, protocolVersion: protocolVersion, head: head)
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
+}
+
+/// Runs blocking store work (a durable commit may fsync) off the event loops.
+func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try work() })
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import AsyncHTTPClient
+public import Chronicle
+public import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// Replicates with a `chronicle serve` over HTTP or HTTPS.
+///
+/// ```swift
+/// let replicator = Replicator(store: store, peers: [.http(URL(string: "https://sync.example.com")!, token: token)])
+/// ```
+public struct HTTPTransport: SyncTransport {
+    /// The server's base URL.
+    public let baseURL: URL
+    let token: String
+    /// A PEM file of certificate authorities to trust (for a self-signed server), or `nil` for the system's.
+    public let trustedCertificates: URL?
+    /// The longest a request may take.
+    public var timeout: Duration = .seconds(60)
+    /// The largest response accepted, in bytes.
+    public var maxResponseSize: Int = 300 << 20
+
+    /// A transport to `baseURL` authenticating with `token`.
+    public init(baseURL: URL, token: String, trustedCertificates: URL? = nil) {
+        self.baseURL = baseURL
+        self.token = token
+        self.trustedCertificates = trustedCertificates
+    }
+
+    public func info() async throws -> ReplicaInfo {
+        let body = try await send(.GET, path: "v1/info", query: [:], body: nil)
+        do {
+            return try JSONDecoder().decode(WireInfo.self, from: body).info()
+        } catch let error as ChronicleError {
+            throw error
+        } catch {
+            throw ChronicleError.malformedInput("the peer's info does not decode: \(error)")
+        }
+    }
+
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data {
+        var query = ["after": String(after), "filter": filterText(filter)]
+        if let origin { query["exclude"] = origin.hex }
+        return try await send(.GET, path: "v1/range", query: query, body: nil)
+    }
+
+    public func push(_ range: Data) async throws -> RangeReceipt {
+        let body = try await send(.POST, path: "v1/range", query: [:], body: range)
+        do {
+            return try JSONDecoder().decode(RangeReceipt.self, from: body)
+        } catch {
+            throw ChronicleError.malformedInput("the peer's receipt does not decode: \(error)")
+        }
+    }
+
+    private func send(_ method: HTTPMethod, path: String, query: [String: String], body: Data?) async throws -> Data {
+        var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        if !query.isEmpty { components?.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
+        guard let url = components?.url else { throw ChronicleError.invalidArgument("bad peer URL \(baseURL)") }
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: rangeMediaType)
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        if let trustedCertificates {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(trustedCertificates.path)
+            request.tlsConfiguration = tls
+        }
+        let seconds = max(1, timeout.components.seconds)
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(seconds))
+        let buffer = try await response.body.collect(upTo: maxResponseSize)
+        guard response.status == .ok else {
+            let message = String(buffer: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            if response.status == .unauthorized {
+                throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: "the server refused the token (401)")
+            }
+            throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: "HTTP \(response.status.code): \(message)")
+        }
+        return Data(buffer.readableBytesView)
+    }
+}
+
+extension Peer {
+    /// A `chronicle serve` reached over HTTP(S), authenticated with a bearer token.
+    public static func http(_ url: URL, token: String, trustedCertificates: URL? = nil) -> Peer {
+        Peer(name: url.absoluteString, transport: HTTPTransport(baseURL: url, token: token, trustedCertificates: trustedCertificates))
+    }
+}

@@ -1,0 +1,216 @@
+import AsyncHTTPClient
+@testable import Chronicle
+@testable import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+func temporaryDirectory() -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-http-tests-\(UUID().uuidString)", isDirectory: true)
+}
+
+/// Runs a server for `store` on a free loopback port for the duration of `body`.
+func withServer<R: Sendable>(
+    _ store: Store, token: String = "test-token", maxBodySize: Int? = nil, _ body: @Sendable (URL) async throws -> R
+) async throws -> R {
+    var server = ChronicleServer(store: store, token: token)
+    if let maxBodySize { server.maxBodySize = maxBodySize }
+    let port = Mutex<Int?>(nil)
+    let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
+    defer { task.cancel() }
+    var waited = 0
+    while port.withLock({ $0 }) == nil {
+        try await Task.sleep(for: .milliseconds(20))
+        waited += 1
+        if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the test server did not start") }
+    }
+    return try await body(URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!)
+}
+
+/// Sends a raw request (for checking what the server refuses).
+func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> (status: Int, body: String) {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = method
+    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+    let buffer = try await response.body.collect(upTo: 1 << 20)
+    return (Int(response.status.code), String(buffer: buffer))
+}
+
+final class Directories: Sendable {
+    let urls = Mutex<[URL]>([])
+    func make() -> URL {
+        let url = temporaryDirectory()
+        urls.withLock { $0.append(url) }
+        return url
+    }
+    deinit { for url in urls.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) } }
+}
+
+extension Keys {
+    static let httpNote = Key<String>("http.note", default: "", sync: .manual)
+}
+
+struct HTTPTests {
+    @Test func httpTransportConforms() async throws {
+        let directories = Directories()
+        let servers = Mutex<[Task<Void, any Error>]>([])
+        defer { for task in servers.withLock({ $0 }) { task.cancel() } }
+        try await TransportConformance.run {
+            let store = try Store(directory: directories.make())
+            let port = Mutex<Int?>(nil)
+            let server = ChronicleServer(store: store, token: "conformance")
+            let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
+            servers.withLock { $0.append(task) }
+            while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+            return HTTPTransport(baseURL: URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!, token: "conformance")
+        }
+    }
+
+    @Test func replicatorSyncsBothWaysOverHTTP() async throws {
+        let directories = Directories()
+        let server = try Store(directory: directories.make())
+        let client = try Store(directory: directories.make())
+        server[.httpNote] = "from server"
+        client[Key<Int>("http.count", default: 0)] = 7
+        try await withServer(server) { url in
+            let report = try await Replicator(store: client, peers: [.http(url, token: "test-token")]).sync()
+            #expect(report.sent == 1 && report.applied == 1)
+        }
+        #expect(client[.httpNote] == "from server")
+        #expect(server[Key<Int>("http.count", default: 0)] == 7)
+    }
+
+    @Test func wrongOrMissingTokenIsRefusedAndTouchesNothing() async throws {
+        let directories = Directories()
+        let server = try Store(directory: directories.make())
+        let sender = try Store(directory: directories.make())
+        sender[.httpNote] = "intruder"
+        let range = try sender.exportRange(after: 0)
+        try await withServer(server) { url in
+            for token in [nil, "wrong", "test-token-but-longer", ""] as [String?] {
+                let push = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: token, body: range)
+                #expect(push.status == 401)
+                let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: token)
+                #expect(info.status == 401)
+            }
+            let replicator = Replicator(store: sender, peers: [.http(url, token: "wrong")])
+            await #expect(throws: ChronicleError.self) { try await replicator.sync() }
+        }
+        #expect(try server.logEntries().isEmpty)
+    }
+
+    @Test func garbageTruncatedAndOversizedBodiesAreRefused() async throws {
+        let directories = Directories()
+        let server = try Store(directory: directories.make())
+        let sender = try Store(directory: directories.make())
+        sender[.httpNote] = String(repeating: "x", count: 10_000)
+        let range = try sender.exportRange(after: 0)
+        try await withServer(server, maxBodySize: 4096) { url in
+            let endpoint = url.appendingPathComponent("v1/range")
+            let garbage = try await rawRequest(endpoint, method: .POST, token: "test-token", body: Data("garbage".utf8))
+            #expect(garbage.status == 400)
+            #expect(garbage.body.contains("malformed"))
+            let truncated = try await rawRequest(endpoint, method: .POST, token: "test-token", body: range.prefix(100))
+            #expect(truncated.status == 400)
+            let oversized = try await rawRequest(endpoint, method: .POST, token: "test-token", body: range)
+            #expect(oversized.status == 413)
+            let badQuery = try await rawRequest(url.appendingPathComponent("v1/range"), token: "test-token")
+            #expect(badQuery.status == 400)
+            // Still serving after bad clients.
+            let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "test-token")
+            #expect(info.status == 200)
+        }
+        #expect(try server.logEntries().isEmpty)
+    }
+
+    @Test func interruptedTransferResumesWithoutLossOrDuplicates() async throws {
+        let directories = Directories()
+        let server = try Store(directory: directories.make())
+        let client = try Store(directory: directories.make())
+        try client.write { batch in
+            for i in 0..<600 { batch[Key<Int>("bulk.\(i)", default: -1, sync: .manual)] = i }
+        }
+        try await withServer(server) { url in
+            let flaky = Peer(name: "flaky", transport: FailingTransport(HTTPTransport(baseURL: url, token: "test-token"), failing: [.pushAfterDelivery(2)]))
+            await #expect(throws: ChronicleError.self) { try await Replicator(store: client, peers: [flaky]).sync() }
+            try await Replicator(store: client, peers: [.http(url, token: "test-token")]).sync()
+        }
+        #expect(try server.logEntries().count == 600)
+        #expect(server[Key<Int>("bulk.599", default: -1)] == 599)
+        #expect(try server.verify().isSound)
+    }
+
+    @Test func twoProcessesSyncWithTheTool() async throws {
+        let directories = Directories()
+        let served = directories.make()
+        let other = directories.make()
+        do {
+            let store = try Store(directory: served)
+            store[.httpNote] = "served"
+        }
+        let tool = try chronicleExecutable()
+        let server = Process()
+        server.executableURL = tool
+        server.arguments = ["serve", "--store", served.path, "--host", "127.0.0.1", "--port", "0", "--token", "t0ken"]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            server.terminate()  // SIGTERM: graceful shutdown
+            server.waitUntilExit()
+        }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        let port = try #require(text.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+
+        do {
+            let store = try Store(directory: other)
+            store[Key<String>("http.other", default: "", sync: .manual)] = "pushed"
+        }
+        let sync = Process()
+        sync.executableURL = tool
+        sync.arguments = ["sync", "--store", other.path, "--peer", "http://127.0.0.1:\(port)", "--token", "t0ken"]
+        let syncOutput = Pipe()
+        sync.standardOutput = syncOutput
+        try sync.run()
+        sync.waitUntilExit()
+        #expect(sync.terminationStatus == 0)
+        let summary = String(decoding: syncOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(summary.contains("sent 1") && summary.contains("applied 1"))
+        let store = try Store(directory: other)
+        #expect(store[.httpNote] == "served")
+        server.terminate()
+        server.waitUntilExit()
+        #expect(server.terminationStatus == 0)  // a clean, graceful exit
+        let served2 = try Store(directory: served)
+        #expect(served2[Key<String>("http.other", default: "")] == "pushed")
+    }
+
+    @Test func constantTimeComparison() {
+        #expect(constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
+        #expect(!constantTimeEqual(Array("abd".utf8), Array("abc".utf8)))
+        #expect(!constantTimeEqual(Array("ab".utf8), Array("abc".utf8)))
+        #expect(!constantTimeEqual([], []))  // an empty configured token never authenticates
+    }
+}
+
+/// The `chronicle` executable built beside the test bundle.
+func chronicleExecutable() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("chronicle")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    throw ChronicleError.storeUnavailable(reason: "the chronicle executable is not built")
+}
