@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Benchmarks only (the chronicle-bench target is in no product).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // System libraries: the only modules that see C declarations, through the wrappers below.
@@ -65,6 +67,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/chronicle"
+        ),
+
+        // Benchmarks against raw LMDB, GRDB and UserDefaults (not part of any product).
+        .executableTarget(
+            name: "chronicle-bench",
+            dependencies: [
+                "Chronicle", "ChronicleHTTP", "CLMDB",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tools/chronicle-bench"
         ),
 
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs the system libraries Chronicle links against (liblmdb, libsodium) and
-# pkg-config, when they are missing. Uses sudo only when not root.
+# Installs the system libraries Chronicle links against (liblmdb, libsodium; libsqlite3
+# for the benchmark peer) and pkg-config, when they are missing. Uses sudo only when not root.
 set -euo pipefail
 
 missing=()
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists lmdb 2>/dev/null || missing+=(liblmdb-dev)
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
+pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # GRDB, for the benchmarks only
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

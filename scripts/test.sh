@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the tests need, then runs the whole suite (Swift Testing, in parallel).
+# Installs what the tests need, builds everything, runs the benchmark harness at
+# smoke sizes (so it never rots), then runs the whole suite (Swift Testing, in parallel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
+echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
+.build/debug/chronicle-bench --smoke > .build/bench-smoke.log 2>&1 || { cat .build/bench-smoke.log; exit 1; }
+tail -n 3 .build/bench-smoke.log
+echo "== tests =="
 swift test --skip-build

@@ -1,0 +1,90 @@
+import Foundation
+
+/// One measured operation: nanoseconds per operation over `operations` runs.
+struct Measurement {
+    var name: String
+    var operations: Int
+    var seconds: Double
+    var nanosecondsPerOperation: Double { seconds * 1e9 / Double(max(operations, 1)) }
+    var operationsPerSecond: Double { Double(operations) / max(seconds, 1e-12) }
+}
+
+/// Runs `body` `count` times (after `warmup` runs) and measures the whole loop.
+func measure(_ name: String, count: Int, warmup: Int = 0, _ body: (Int) throws -> Void) rethrows -> Measurement {
+    for i in 0..<warmup { try body(i) }
+    let clock = ContinuousClock()
+    let start = clock.now
+    for i in 0..<count { try body(warmup + i) }
+    let elapsed = clock.now - start
+    return Measurement(name: name, operations: count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+func measureAsync(_ name: String, operations: Int, _ body: () async throws -> Void) async rethrows -> Measurement {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try await body()
+    let elapsed = clock.now - start
+    return Measurement(name: name, operations: operations, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+/// A fresh directory under the benchmark's scratch folder (on the same disk as everything else).
+final class Scratch {
+    let root: URL
+    init() {
+        root = URL(fileURLWithPath: ProcessInfo.processInfo.environment["BENCH_DIR"] ?? FileManager.default.temporaryDirectory.path)
+            .appendingPathComponent("chronicle-bench-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+    func directory(_ name: String) -> URL {
+        let url = root.appendingPathComponent(name, isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+    deinit { try? FileManager.default.removeItem(at: root) }
+}
+
+/// Resident memory of this process, in bytes (Linux `/proc/self/status`).
+func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        let digits = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        return digits * 1024
+    }
+    return 0
+}
+
+func format(_ nanoseconds: Double) -> String {
+    if nanoseconds >= 1e9 { return String(format: "%.2f s", nanoseconds / 1e9) }
+    if nanoseconds >= 1e6 { return String(format: "%.2f ms", nanoseconds / 1e6) }
+    if nanoseconds >= 1e3 { return String(format: "%.2f µs", nanoseconds / 1e3) }
+    return String(format: "%.0f ns", nanoseconds)
+}
+
+func rate(_ perSecond: Double) -> String {
+    if perSecond >= 1e6 { return String(format: "%.2f M/s", perSecond / 1e6) }
+    if perSecond >= 1e3 { return String(format: "%.1f K/s", perSecond / 1e3) }
+    return String(format: "%.0f /s", perSecond)
+}
+
+/// Rows of the report table.
+struct Report {
+    var rows: [(String, String, String, String)] = []  // what, Chronicle, peer, ratio
+
+    mutating func compare(_ what: String, _ ours: Measurement, _ peer: Measurement, peerName: String, target: String) {
+        let ratio = ours.nanosecondsPerOperation / peer.nanosecondsPerOperation
+        rows.append((what, format(ours.nanosecondsPerOperation) + "/op", "\(peerName): " + format(peer.nanosecondsPerOperation) + "/op",
+                     String(format: "%.2f× (target %@)", ratio, target)))
+        print(String(format: "%-44@ %12@  vs %-34@ %6.2f×", what, format(ours.nanosecondsPerOperation), "\(peerName) \(format(peer.nanosecondsPerOperation))", ratio))
+    }
+
+    mutating func single(_ what: String, _ value: String, _ note: String) {
+        rows.append((what, value, "", note))
+        print(String(format: "%-44@ %@  %@", what, value, note))
+    }
+
+    func markdown(machine: String) -> String {
+        var text = "Measured \(machine).\n\n| benchmark | Chronicle | peer | ratio / note |\n|---|---|---|---|\n"
+        for row in rows { text += "| \(row.0) | \(row.1) | \(row.2) | \(row.3) |\n" }
+        return text
+    }
+}

@@ -1,0 +1,261 @@
+import Chronicle
+import ChronicleHTTP
+import Foundation
+import GRDB
+
+// chronicle-bench: Chronicle against the physical limit (raw LMDB) and the peers a user would
+// pick instead (GRDB/SQLite, UserDefaults), measured in one run on one disk with the same
+// durability. `--smoke` runs tiny sizes (CI keeps it from rotting); `--markdown FILE` writes the table.
+
+let arguments = CommandLine.arguments
+let smoke = arguments.contains("--smoke")
+let markdownPath = arguments.firstIndex(of: "--markdown").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+let scale = smoke ? 0.02 : 1.0
+func n(_ full: Int) -> Int { max(3, Int(Double(full) * scale)) }
+
+let scratch = Scratch()
+var report = Report()
+var defaultsSuites: [String] = []
+
+/// A UserDefaults suite of its own, removed when the run ends.
+func makeDefaults() -> UserDefaults {
+    let name = "chronicle-bench-\(UUID().uuidString)"
+    defaultsSuites.append(name)
+    return UserDefaults(suiteName: name) ?? .standard
+}
+
+func key(_ i: Int) -> [UInt8] { Array("bench.key.\(i)".utf8) }
+let value8 = [UInt8](repeating: 7, count: 8)
+
+// MARK: - Durable writes
+
+do {
+    let store = try Store(directory: scratch.directory("durable"))
+    let raw = RawLMDB(path: scratch.directory("raw-durable").path)
+    let count = n(400)
+    let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0) }
+    let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
+    let limit = measure("raw put", count: count, warmup: 5) { i in raw.put(key(i % 64), value8) }
+    let pair = measure("raw event+view", count: count, warmup: 5) { i in raw.put(key(i % 64), value8, alsoView: true) }
+    report.compare("durable set (1 event per commit)", ours, limit, peerName: "raw LMDB put", target: "≤ 1.5×")
+    report.compare("durable set vs raw event+view pair", ours, pair, peerName: "raw LMDB 2 puts", target: "info")
+
+    let batchKeys = (0..<1000).map { Key<Int>("bench.batch\($0)", default: 0) }
+    let batches = n(30)
+    let batch = try measure("batch", count: batches) { round in
+        try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } }
+    }
+    let pairs = (0..<1000).map { (key($0), value8) }
+    let rawBatch = measure("raw batch", count: batches) { _ in raw.batch(pairs) }
+    report.compare("write { } of 1,000 sets", batch, rawBatch, peerName: "raw LMDB 1,000 puts/txn", target: "≤ 4×")
+
+    // 8 concurrent writers on their own threads: group commit.
+    let perWriter = n(150)
+    let single = try measure("single", count: perWriter * 2) { i in try store.set(i, for: keys[i % 64]) }
+    let clock = ContinuousClock()
+    let start = clock.now
+    let done = DispatchGroup()
+    for writer in 0..<8 {
+        done.enter()
+        let thread = Thread {
+            for i in 0..<perWriter { try? store.set(i, for: keys[(writer * 8 + i) % 64]) }
+            done.leave()
+        }
+        thread.start()
+    }
+    done.wait()
+    let elapsed = clock.now - start
+    let eightSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let speedup = (Double(perWriter * 8) / eightSeconds) / single.operationsPerSecond
+    report.single("8 concurrent writers (group commit)", rate(Double(perWriter * 8) / eightSeconds),
+                  String(format: "%.1f× the single-writer rate of %@ (target ≥ 5×)", speedup, rate(single.operationsPerSecond)))
+} catch {
+    print("durable writes failed: \(error)")
+}
+
+// MARK: - GRDB (SQLite WAL)
+
+for synchronous in ["FULL", "NORMAL"] {
+    do {
+        var configuration = GRDB.Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+        let queue = try DatabaseQueue(path: scratch.directory("grdb-\(synchronous)").appendingPathComponent("db.sqlite").path, configuration: configuration)
+        try queue.write { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "CREATE TABLE kv (key TEXT PRIMARY KEY, value BLOB)")
+        }
+        let store = try Store(directory: scratch.directory("vs-grdb-\(synchronous)"), configuration: .init(durability: synchronous == "FULL" ? .durable : .noMetaSync))
+        let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0) }
+        let count = n(400)
+        let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
+        let theirs = try measure("grdb", count: count, warmup: 5) { i in
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: ["bench.k\(i % 64)", Data(value8)])
+            }
+        }
+        let label = synchronous == "FULL" ? "durable set" : "set, noMetaSync"
+        report.compare("\(label) vs SQLite WAL synchronous=\(synchronous)", ours, theirs, peerName: "GRDB upsert", target: "info")
+        let reads = n(200_000)
+        let ourReads = measure("read", count: reads) { i in _ = store[keys[i % 64]] }
+        let theirReads = try measure("grdb read", count: n(20_000)) { i in
+            _ = try queue.read { db in try Data.fetchOne(db, sql: "SELECT value FROM kv WHERE key = ?", arguments: ["bench.k\(i % 64)"]) }
+        }
+        if synchronous == "FULL" { report.compare("point read", ourReads, theirReads, peerName: "GRDB SELECT", target: "info") }
+    } catch {
+        print("GRDB comparison failed: \(error)")
+    }
+}
+
+// MARK: - Typed reads
+
+do {
+    let store = try Store(directory: scratch.directory("reads"))
+    let raw = RawLMDB(path: scratch.directory("raw-reads").path)
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0) }
+    try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
+    for i in 0..<64 { raw.put(key(i), value8) }
+    let defaults = makeDefaults()
+    for i in 0..<64 { defaults.set(i, forKey: "bench.r\(i)") }
+    let count = n(1_000_000)
+    let subscriptRead = measure("store[key]", count: count) { i in _ = store[keys[i & 63]] }
+    let wrapper = Default(keys[0], store: store)
+    let wrapperRead = measure("@Default", count: count) { _ in _ = wrapper.wrappedValue }
+    let rawRead = measure("mdb_get", count: count) { i in _ = raw.get(key(i & 63)) }
+    let defaultsRead = measure("UserDefaults", count: count) { i in _ = defaults.integer(forKey: "bench.r\(i & 63)") }
+    report.compare("typed read store[key]", subscriptRead, rawRead, peerName: "raw mdb_get", target: "≤ 3×")
+    report.compare("typed read through @Default", wrapperRead, rawRead, peerName: "raw mdb_get", target: "≤ 3×")
+    report.compare("typed read store[key]", subscriptRead, defaultsRead, peerName: "UserDefaults.integer", target: "< 1×")
+} catch {
+    print("reads failed: \(error)")
+}
+
+// MARK: - Durable write cost against the number of keys
+
+do {
+    var rows: [String] = []
+    for keyCount in smoke ? [100, 1_000] : [100, 1_000, 10_000, 100_000] {
+        let store = try Store(directory: scratch.directory("keys-\(keyCount)"))
+        var offset = 0
+        while offset < keyCount {
+            let end = min(keyCount, offset + 10_000)
+            try store.write { b in for i in offset..<end { b[Key<Int>("bench.many\(i)", default: 0)] = i } }
+            offset = end
+        }
+        let ours = try measure("set", count: n(200), warmup: 3) { i in try store.set(i, for: Key<Int>("bench.many\((i * 7919) % keyCount)", default: 0)) }
+        var line = "\(keyCount) keys: Chronicle \(format(ours.nanosecondsPerOperation))"
+        if keyCount <= 10_000 {
+            let defaults = makeDefaults()
+            for i in 0..<keyCount { defaults.set(i, forKey: "bench.many\(i)") }
+            defaults.synchronize()
+            let theirs = measure("defaults", count: n(smoke ? 20 : 100)) { i in
+                defaults.set(i, forKey: "bench.many\((i * 7919) % keyCount)")
+                defaults.synchronize()
+            }
+            line += ", UserDefaults set+synchronize \(format(theirs.nanosecondsPerOperation))"
+        }
+        rows.append(line)
+    }
+    report.single("durable set against store size", rows.joined(separator: "; "), "target: flat from 100 to 100,000 keys")
+} catch {
+    print("scaling failed: \(error)")
+}
+
+// MARK: - Sealed against plain
+
+do {
+    let keyFile = scratch.directory("keys").appendingPathComponent("bench.key")
+    try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: keyFile)
+    let store = try Store(directory: scratch.directory("sealed"), configuration: .init(keySource: .keyFile(keyFile)))
+    for size in [64, 1024, 100 * 1024] {
+        let payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        let plain = Key<Data>("bench.plain.\(size)", default: Data())
+        let secret = SecretKey<Data>("bench.secret.\(size)", default: Data())
+        let count = n(size > 10_000 ? 100 : 300)
+        let plainSet = try measure("plain", count: count, warmup: 3) { _ in try store.set(payload, for: plain) }
+        let sealedSet = try measure("sealed", count: count, warmup: 3) { _ in try store.set(payload, for: secret) }
+        report.compare("sealed set, \(size) B", sealedSet, plainSet, peerName: "plain set", target: "≤ 1.2×")
+        let plainGet = try measure("plain get", count: n(20_000)) { _ in _ = try store.value(for: plain) }
+        let sealedGet = try measure("sealed get", count: n(20_000)) { _ in _ = try store.value(for: secret) }
+        report.compare("sealed get, \(size) B", sealedGet, plainGet, peerName: "plain get", target: "info")
+    }
+} catch {
+    print("sealing failed: \(error)")
+}
+
+// MARK: - A log of a million events: replay, open time, memory
+
+do {
+    let events = smoke ? 20_000 : 1_000_000
+    let directory = scratch.directory("million")
+    do {
+        var configuration = Store.Configuration()
+        configuration.durability = .noMetaSync
+        let store = try Store(directory: directory, configuration: configuration)
+        var written = 0
+        while written < events {
+            let batch = min(10_000, events - written)
+            try store.write { b in for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0)] = written + i } }
+            written += batch
+        }
+        let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
+        report.single("replay of \(events) events (rebuildViews)", rate(Double(events) / replay.seconds),
+                      String(format: "%.2f s (target ≥ 1 M events/s)", replay.seconds))
+    }
+    let before = residentBytes()
+    let clock = ContinuousClock()
+    let start = clock.now
+    let reopened = try Store(directory: directory)
+    let openTime = clock.now - start
+    _ = reopened[Key<Int>("bench.m1", default: 0)]
+    let after = residentBytes()
+    report.single("open a store of \(events) events", format(Double(openTime.components.attoseconds) / 1e9 + Double(openTime.components.seconds) * 1e9),
+                  "target < 20 ms; resident memory +\((after - before) / 1024) KiB after open and a read")
+} catch {
+    print("million failed: \(error)")
+}
+
+// MARK: - Replication throughput
+
+do {
+    let count = smoke ? 2_000 : 100_000
+    let source = try Store(directory: scratch.directory("repl-source"))
+    var written = 0
+    while written < count {
+        let batch = min(10_000, count - written)
+        try source.write { b in for i in 0..<batch { b[Key<Int>("bench.sync\(written + i)", default: 0)] = i } }
+        written += batch
+    }
+    let target = try Store(directory: scratch.directory("repl-target"))
+    let local = try await measureAsync("store", operations: count) { _ = try await Replicator(store: target, peers: [.store(source)]).sync() }
+    report.single("replication store → store", rate(local.operationsPerSecond), "\(count) small events, 256-event durable batches")
+
+    let httpTarget = try Store(directory: scratch.directory("repl-http"))
+    let server = ChronicleServer(store: source, token: "bench")
+    let port = PortBox()
+    let serverTask = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in await port.set(bound) } }
+    while await port.value == nil { try await Task.sleep(for: .milliseconds(20)) }
+    let url = URL(string: "http://127.0.0.1:\(await port.value ?? 0)")!
+    var configuration = Replicator.Configuration()
+    configuration.batchEvents = 4096
+    let http = try await measureAsync("http", operations: count) {
+        _ = try await Replicator(store: httpTarget, peers: [.http(url, token: "bench")], configuration: configuration).sync()
+    }
+    serverTask.cancel()
+    report.single("replication over loopback HTTP", rate(http.operationsPerSecond), "\(count) small events, 4,096-event batches (target ≥ 100 K/s)")
+} catch {
+    print("replication failed: \(error)")
+}
+
+actor PortBox {
+    var value: Int?
+    func set(_ port: Int) { value = port }
+}
+
+for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+
+let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(smoke ? "smoke sizes" : "full sizes"), \(ISO8601DateFormatter().string(from: Date()).prefix(10))"
+if let markdownPath {
+    try report.markdown(machine: machine).write(toFile: markdownPath, atomically: true, encoding: .utf8)
+}
+print("\n" + report.markdown(machine: machine))
