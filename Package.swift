@@ -79,9 +79,12 @@ let package = Package(
             path: "Tools/chronicle-bench"
         ),
 
+        // A child process for the crash-safety tests (not part of any product).
+        .executableTarget(name: "chronicle-stress", dependencies: ["Chronicle"], path: "Tools/chronicle-stress"),
+
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "SodiumTests", dependencies: ["Sodium"]),
-        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "LMDB", "chronicle"]),
+        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "LMDB", "chronicle", "chronicle-stress"]),
         .testTarget(
             name: "ChronicleHTTPTests",
             dependencies: [

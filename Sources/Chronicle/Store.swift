@@ -1,4 +1,5 @@
 public import Foundation
+import LMDB
 import Logging
 
 /// An event-sourced settings and secrets store.
@@ -142,7 +143,24 @@ public final class Store: Sendable {
 
     func commit(_ changes: [PendingChange]) throws(ChronicleError) {
         guard !changes.isEmpty else { return }
-        _ = try mappingErrors { try engine.commit(changes) }
+        do {
+            _ = try engine.commit(changes)
+        } catch let error as LMDBError where error.code == 28 || error.code == 5 {
+            throw diskError(error)
+        } catch {
+            throw ChronicleError.wrap(error)
+        }
+    }
+
+    /// Says plainly when a write failed because the disk is full (LMDB may report EIO or ENOSPC).
+    func diskError(_ error: LMDBError) -> ChronicleError {
+        let free = (try? FileManager.default.attributesOfFileSystem(forPath: directory.path)[.systemFreeSize] as? NSNumber)??.int64Value
+        if error.code == 28 || (free ?? .max) < 4 << 20 {
+            return .io(
+                path: directory.path,
+                reason: "the disk holding the store is full (\(error.message)); nothing of this change was written — free space and retry")
+        }
+        return .wrap(error)
     }
 
     func log(_ error: any Error, _ action: String, _ key: Keys) {

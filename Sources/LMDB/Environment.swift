@@ -86,6 +86,20 @@ public final class Environment: @unchecked Sendable {
             mdb_env_close(handle)
             throw error
         }
+        // A data file shorter than its own meta page says would fault (SIGBUS) on the first
+        // access to a missing page: refuse it here, with a clear error.
+        var info = MDB_envinfo()
+        var pageStat = MDB_stat()
+        mdb_env_info(handle, &info)
+        mdb_env_stat(handle, &pageStat)
+        let needed = (info.me_last_pgno + 1) * Int(pageStat.ms_psize)
+        var fileStatus = stat()
+        if stat(path + "/data.mdb", &fileStatus) == 0, Int(fileStatus.st_size) < needed {
+            mdb_env_close(handle)
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
+        }
         self.env = handle
         self.path = path
         self.syncMode = options.syncMode

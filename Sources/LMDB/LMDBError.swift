@@ -7,17 +7,23 @@ internal import CLMDB
 public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The raw return code (an `MDB_*` constant or an `errno` value).
     public let code: Int32
+    /// What this wrapper found, when it says more than the code.
+    public let detail: String?
 
     /// Creates an error from a raw LMDB or `errno` code.
-    public init(code: Int32) {
+    public init(code: Int32, detail: String? = nil) {
         self.code = code
+        self.detail = detail
     }
 
-    /// The message `mdb_strerror` gives for ``code``.
+    /// The message `mdb_strerror` gives for ``code``, and the detail if any.
     public var message: String {
-        guard let text = mdb_strerror(code) else { return "LMDB error \(code)" }
-        return String(cString: text)
+        let text = mdb_strerror(code).map { String(cString: $0) } ?? "LMDB error \(code)"
+        return detail.map { "\(text): \($0)" } ?? text
     }
+
+    public static func == (lhs: LMDBError, rhs: LMDBError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String { "\(message) (code \(code))" }
 

@@ -18,7 +18,7 @@ var report = Report()
 var defaultsSuites: [String] = []
 
 /// A UserDefaults suite of its own, removed when the run ends.
-func makeDefaults() -> UserDefaults {
+@MainActor func makeDefaults() -> UserDefaults {
     let name = "chronicle-bench-\(UUID().uuidString)"
     defaultsSuites.append(name)
     return UserDefaults(suiteName: name) ?? .standard
