@@ -40,7 +40,8 @@ extension Store {
         var newest: ViewEntry?
         for name in key.formerNames {
             guard let entry = try mappingErrors({ try engine.entry(key.domain, name) }) else { continue }
-            if newest == nil || entry.hlc > newest!.hlc { newest = entry }
+            if let current = newest, !(entry.hlc > current.hlc) { continue }
+            newest = entry
         }
         return newest
     }
