@@ -25,6 +25,8 @@ final class Keyring: Sendable {
         /// KEKs by `salt ‖ limits` (passphrase) or by kind (material).
         var keks: [[UInt8]: SecureBytes] = [:]
         var dataKeys: [KeyID: SecureBytes] = [:]
+        /// Key records this key source cannot open (a mistyped passphrase on a new device).
+        var unopenable: Set<KeyID> = []
     }
 
     private let state: Mutex<State>
@@ -106,6 +108,7 @@ final class Keyring: Sendable {
     /// The key that seals new events, created (and, on an empty log, made the chain key) when absent.
     func activeKey(_ txn: borrowing Transaction, _ head: inout LogHead) throws -> (KeyID, SecureBytes) {
         let dbs = engine.dbs
+        try requireEveryKeyOpens(txn)
         if let bytes = try txn.get(dbs.meta, key: MetaKey.activeKey) {
             let id = KeyID(bytes: bytes)
             return (id, try dataKey(id, txn))
@@ -118,6 +121,28 @@ final class Keyring: Sendable {
             engine.installChainKey(id: id, from: key)
         }
         return (id, key)
+    }
+
+    /// Refuses to seal while the store holds key records this key source cannot
+    /// open: a replica with a mistyped passphrase must not start a key (and a
+    /// history of secrets) of its own beside the group's.
+    private func requireEveryKeyOpens(_ txn: borrowing Transaction) throws {
+        var ids: [KeyID] = []
+        try txn.scan(engine.dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
+            guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
+            ids.append(KeyID(bytes: Array(key.dropFirst(MetaKey.wrappedKeyPrefix.count))))
+            return true
+        }
+        let (known, bad) = state.withLock { state in (Set(state.dataKeys.keys), state.unopenable) }
+        for id in ids where !known.contains(id) {
+            if bad.contains(id) { throw ChronicleError.wrongKey }
+            do {
+                _ = try dataKey(id, txn)
+            } catch ChronicleError.wrongKey {
+                state.withLock { _ = $0.unopenable.insert(id) }
+                throw ChronicleError.wrongKey
+            }
+        }
     }
 
     /// Creates and stores a new wrapped data key (not yet active).
