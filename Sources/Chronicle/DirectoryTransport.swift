@@ -22,7 +22,7 @@ public struct DirectoryTransport: SyncTransport {
         ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: try lastIndex())
     }
 
-    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data {
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
         let id = try identity()
         let last = try lastIndex()
         let index = min(after, last) + 1

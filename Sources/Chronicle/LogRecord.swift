@@ -74,7 +74,14 @@ struct LogRecord: Sendable {
     var hash: [UInt8]
 
     static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: SecureBytes?) -> [UInt8] {
-        GenericHash.hash([previous, sequence.bigEndianBytes, [kind.rawValue], body], key: key, length: hashLength)
+        // One buffer, filled in place: this runs once per record on every write and replay.
+        var input = [UInt8]()
+        input.reserveCapacity(previous.count + 9 + body.count)
+        input.append(contentsOf: previous)
+        withUnsafeBytes(of: sequence.bigEndian) { input.append(contentsOf: $0) }
+        input.append(kind.rawValue)
+        input.append(contentsOf: body)
+        return GenericHash.hash(input, key: key, length: hashLength)
     }
 
     func encoded() -> [UInt8] {

@@ -54,8 +54,8 @@ public actor Replicator {
         public var pushDelay: Duration = .milliseconds(20)
         /// The longest wait between retries after failures. Default 60 s.
         public var maxBackoff: Duration = .seconds(60)
-        /// Events per batch. Default 256.
-        public var batchEvents: Int = 256
+        /// Events per batch, both ways (peers cap pulls at 4,096). Default 1,024.
+        public var batchEvents: Int = 1024
         /// Payload bytes per batch (a larger single event travels alone). Default 1 MiB.
         public var batchBytes: Int = 1 << 20
 
@@ -127,7 +127,7 @@ public actor Replicator {
         if after > remote.head { after = 0 }  // a checkpoint the remote cannot honour: start over (dots make it safe)
         while true {
             try Task.checkCancellation()
-            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.replicaID)))
+            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.replicaID, maxEvents: configuration.batchEvents)))
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
             }

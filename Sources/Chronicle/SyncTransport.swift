@@ -10,8 +10,9 @@ public protocol SyncTransport: Sendable {
     /// The remote replica's identity, log epoch, protocol version and head.
     func info() async throws -> ReplicaInfo
 
-    /// A range of the remote's log after `after`, leaving out events made by `origin`.
-    func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data
+    /// A range of the remote's log after `after`, leaving out events made by `origin`:
+    /// at most `maxEvents` events (the remote may send fewer, never none while any is left).
+    func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data
 
     /// Delivers an encoded range; returns only after the remote applied it durably.
     func push(_ range: Data) async throws -> RangeReceipt
@@ -53,8 +54,8 @@ public struct StoreTransport: SyncTransport {
 
     public func info() async throws -> ReplicaInfo { try store.replicaInfo() }
 
-    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data {
-        try store.exportRange(after: after, filter: filter, excludingOrigin: origin)
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        try store.exportRange(after: after, filter: filter, excludingOrigin: origin, maxEvents: min(maxEvents, 4096))
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {

@@ -15,7 +15,7 @@ import NIOSSL
 /// | method | path | request | response |
 /// |---|---|---|---|
 /// | GET | `/v1/info` | — | JSON ``ReplicaInfo`` |
-/// | GET | `/v1/range?after=N&filter=syncable\|small:BYTES&exclude=HEX` | — | a range (binary, bounded batch) |
+/// | GET | `/v1/range?after=N&filter=syncable\|small:BYTES&exclude=HEX&max=EVENTS` | — | a range (binary; at most `max` ≤ 4,096 events and about 1 MiB) |
 /// | POST | `/v1/range` | a range (binary) | JSON ``RangeReceipt``, after the durable commit |
 ///
 /// A missing or wrong token gets 401 and touches nothing; a malformed range
@@ -107,7 +107,8 @@ public struct ChronicleServer: Sendable {
                 exclude = id
             }
             let excluded = exclude
-            let data = try await offload { try store.exportRange(after: after, filter: filter, excludingOrigin: excluded) }
+            let maxEvents = min(max(query.get("max", as: Int.self) ?? 256, 1), 4096)
+            let data = try await offload { try store.exportRange(after: after, filter: filter, excludingOrigin: excluded, maxEvents: maxEvents) }
             var headers = HTTPFields()
             headers[.contentType] = rangeMediaType
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))

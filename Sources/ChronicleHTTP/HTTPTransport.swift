@@ -39,8 +39,8 @@ public struct HTTPTransport: SyncTransport {
         }
     }
 
-    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data {
-        var query = ["after": String(after), "filter": filterText(filter)]
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        var query = ["after": String(after), "filter": filterText(filter), "max": String(maxEvents)]
         if let origin { query["exclude"] = origin.hex }
         return try await send(.GET, path: "v1/range", query: query, body: nil)
     }

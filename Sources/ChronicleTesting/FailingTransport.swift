@@ -32,10 +32,10 @@ public final class FailingTransport: SyncTransport {
 
     public func info() async throws -> ReplicaInfo { try await base.info() }
 
-    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?) async throws -> Data {
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
         let n = counts.withLock { $0.pulls += 1; return $0.pulls }
         if failures.contains(where: { if case .pull(n) = $0 { true } else { false } }) { throw InjectedFailure() }
-        return try await base.pull(after: after, filter: filter, excludingOrigin: origin)
+        return try await base.pull(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents)
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {

@@ -41,7 +41,7 @@ public enum TransportConformance {
         try require(first.replicaID == second.replicaID, "identity", "the replica id changed between calls")
         try require(first.protocolVersion == 1, "identity", "protocol version \(first.protocolVersion), expected 1")
         try require(first.epoch.count == 16, "identity", "epoch of \(first.epoch.count) bytes")
-        let empty = try await transport.pull(after: first.head, filter: .syncable, excludingOrigin: nil)
+        let empty = try await transport.pull(after: first.head, filter: .syncable, excludingOrigin: nil, maxEvents: 256)
         let store = try LocalStore()
         let receipt = try store.store.importRange(empty)
         try require(receipt.received == 0, "identity", "a pull at the head returned \(receipt.received) events")
@@ -65,7 +65,7 @@ public enum TransportConformance {
         let history = try receiver.store.history(of: Key<Int>("conformance.n3", default: -1))
         try require(history.first?.origin == (try sender.store.replicaID), "pull", "the origin was not preserved")
 
-        let mine = try await transport.pull(after: 0, filter: .syncable, excludingOrigin: try sender.store.replicaID)
+        let mine = try await transport.pull(after: 0, filter: .syncable, excludingOrigin: try sender.store.replicaID, maxEvents: 256)
         let own = try LocalStore()
         try require(try own.store.importRange(mine).received == 0, "pull", "excludingOrigin returned the sender's own events")
     }
@@ -144,7 +144,7 @@ public enum TransportConformance {
         var after: UInt64 = 0
         var received = 0
         for _ in 0..<100_000 {
-            let data = try await transport.pull(after: after, filter: .syncable, excludingOrigin: nil)
+            let data = try await transport.pull(after: after, filter: .syncable, excludingOrigin: nil, maxEvents: 256)
             received += try store.importRange(data).received
             guard let (upTo, head) = rangeBounds(data), upTo > after, upTo < head else { break }
             after = upTo

@@ -113,7 +113,9 @@ struct ReplicationTests {
             }
             for failure: FailingTransport.Failure in [.pushBeforeDelivery(2), .pushAfterDelivery(1), .pull(1)] {
                 let flaky = Peer(name: "flaky", transport: FailingTransport(StoreTransport(store: b), failing: [failure]))
-                await #expect(throws: ChronicleError.self) { try await Replicator(store: a, peers: [flaky]).sync() }
+                var small = Replicator.Configuration()
+                small.batchEvents = 256  // several batches, so a failure can fall between two of them
+                await #expect(throws: ChronicleError.self) { try await Replicator(store: a, peers: [flaky], configuration: small).sync() }
             }
             try await Replicator(store: a, peers: [.store(b)]).sync()
             #expect(b[Key<Int>("bulk.699", default: -1)] == 699)

@@ -227,8 +227,12 @@ do {
         written += batch
     }
     let target = try Store(directory: scratch.directory("repl-target"))
-    let local = try await measureAsync("store", operations: count) { _ = try await Replicator(store: target, peers: [.store(source)]).sync() }
-    report.single("replication store → store", rate(local.operationsPerSecond), "\(count) small events, 256-event durable batches")
+    var batches = Replicator.Configuration()
+    batches.batchEvents = 4096
+    let local = try await measureAsync("store", operations: count) {
+        _ = try await Replicator(store: target, peers: [.store(source)], configuration: batches).sync()
+    }
+    report.single("replication store → store", rate(local.operationsPerSecond), "\(count) small events, 4,096-event durable batches")
 
     let httpTarget = try Store(directory: scratch.directory("repl-http"))
     let server = ChronicleServer(store: source, token: "bench")
