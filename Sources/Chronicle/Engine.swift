@@ -203,10 +203,16 @@ final class Engine: Sendable {
     static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws {
         let view = dbs.view(event.domain)
         let key = Array(event.key.utf8)
-        if let current = try txn.get(view, key: key) {
-            let entry = try ViewEntry.decoding(current, key: event.key)
-            guard event.wins(over: entry.order) else { return }
+        var current: (hlc: HLC, origin: ReplicaID, counter: UInt64)?
+        var malformed = false
+        try txn.withValue(view, key: key) { bytes in
+            current = ViewEntry.order(of: bytes)
+            malformed = current == nil
         }
+        if malformed {
+            throw ChronicleError.corruptRecord(sequence: sequence, reason: "the view entry of \"\(event.key)\" does not decode (rebuild the views)")
+        }
+        if let current, !event.wins(over: current) { return }
         try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
     }
 

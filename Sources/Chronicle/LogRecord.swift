@@ -85,7 +85,12 @@ struct LogRecord: Sendable {
     }
 
     func encoded() -> [UInt8] {
-        [kind.rawValue] + body + hash
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(1 + body.count + hash.count)
+        bytes.append(kind.rawValue)
+        bytes.append(contentsOf: body)
+        bytes.append(contentsOf: hash)
+        return bytes
     }
 
     /// Splits a stored record; the body is not decoded here.

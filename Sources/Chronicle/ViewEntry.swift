@@ -46,6 +46,15 @@ struct ViewEntry: Sendable, Equatable {
 
     var order: (hlc: HLC, origin: ReplicaID, counter: UInt64) { (hlc, origin, counter) }
 
+    /// Reads only the order fields of a stored entry, in place (the write path
+    /// compares against the current winner without decoding its payload).
+    static func order(of bytes: UnsafeRawBufferPointer) -> (hlc: HLC, origin: ReplicaID, counter: UInt64)? {
+        guard bytes.count >= 33, bytes[0] == version else { return nil }
+        func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[offset + $1]) } }
+        guard let origin = ReplicaID(bytes: Array(bytes[9..<25])) else { return nil }
+        return (HLC(rawValue: u64(1)), origin, u64(25))
+    }
+
     func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 56 + payload.count)
         writer.u8(Self.version)

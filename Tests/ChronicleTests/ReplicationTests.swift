@@ -43,13 +43,19 @@ struct ReplicationTests {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "a1"
-            b[.small] = "b1"  // later HLC: wins
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            b[.small] = "b1"  // causally after a1 (b's clock moved past it on import): wins everywhere
             try await Replicator(store: a, peers: [.store(b)]).sync()
             #expect(a[.small] == "b1" && b[.small] == "b1")
             try a.remove(.small)  // a tombstone after b1 wins too
             try await Replicator(store: b, peers: [.store(a)]).sync()
             #expect(a[.small] == "" && b[.small] == "")
             #expect(try b.history(of: .small).map(\.value) == ["a1", "b1", nil])
+            // Concurrent writes in the same millisecond: the tie breaks on the replica id, the same everywhere.
+            a[.small] = "a2"
+            b[.small] = "b2"
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(a[.small] == b[.small])
             // Applying an older event changes nothing.
             #expect(try a.verify().isSound && b.verify().isSound)
         }
