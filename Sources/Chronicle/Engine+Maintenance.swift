@@ -94,8 +94,9 @@ extension Engine {
     }
 
     /// Checks the log and the views without changing anything.
-    func verify() throws -> VerificationReport {
+    func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> VerificationReport {
         try environment.read { txn in
+            let total = try LogHead.read(txn, dbs).sequence
             var report = VerificationReport(records: 0, keys: 0)
             var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
             var waiting = Set<UInt64>()
@@ -105,6 +106,7 @@ extension Engine {
             }
             do {
                 report.records = try replayLog(txn) { sequence, event in
+                    if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if waiting.contains(sequence) { return }  // held back by the drift guard
                     let entry = ViewEntry(event: event, sequence: sequence)
                     if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }

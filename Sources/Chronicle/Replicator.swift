@@ -58,6 +58,8 @@ public actor Replicator {
         public var batchEvents: Int = 1024
         /// Payload bytes per batch (a larger single event travels alone). Default 1 MiB.
         public var batchBytes: Int = 1 << 20
+        /// Called after every batch of a `sync()` with the peer's name and the events moved so far.
+        public var progress: (@Sendable (_ peer: String, _ events: Int) -> Void)?
 
         /// Creates the default configuration.
         public init() {}
@@ -138,6 +140,7 @@ public actor Replicator {
             report.pulled.deferred += receipt.deferred
             report.pulled.keys += receipt.keys
             report.batches += 1
+            configuration.progress?(peer.name, report.pulled.received + report.sent)
             if range.reachesHead || range.upTo <= after { break }
             after = range.upTo
         }
@@ -157,6 +160,7 @@ public actor Replicator {
                 report.pushed.duplicates += receipt.duplicates
                 report.pushed.deferred += receipt.deferred
                 report.batches += 1
+                configuration.progress?(peer.name, report.pulled.received + report.sent)
             }
             if range.upTo > sent { try engine.setCheckpoint(pushKey, to: range.upTo) }
             if range.reachesHead || range.upTo <= sent { break }

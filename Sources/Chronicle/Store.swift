@@ -135,8 +135,11 @@ public final class Store: Sendable {
     }
 
     /// Checks that every record decodes, the hash chain holds and the views equal a replay.
-    public func verify() throws(ChronicleError) -> VerificationReport {
-        try mappingErrors { try engine.verify() }
+    ///
+    /// Reads one snapshot; writers are never blocked.
+    /// - Parameter progress: called now and then with (records checked, records in the log).
+    public func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws(ChronicleError) -> VerificationReport {
+        try mappingErrors { try engine.verify(progress: progress) }
     }
 
     // MARK: - Internals shared by keys and secrets

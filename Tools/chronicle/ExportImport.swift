@@ -23,7 +23,10 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try options.open()
+        let progress = ProgressLine(label: "export")
+        progress.update(0, of: 1)
         let data = try store.exportFile(sequences: from...(to ?? UInt64.max))
+        progress.finish()
         try data.write(to: URL(fileURLWithPath: file), options: [.atomic])
         print("wrote \(data.count) bytes to \(file)")
     }
@@ -42,7 +45,10 @@ struct Import: ParsableCommand {
 
     func run() throws {
         guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
+        let progress = ProgressLine(label: "import")
+        progress.update(0, of: 1)
         let receipt = try options.open().importRange(data)
+        progress.finish()
         print("received \(receipt.received), applied \(receipt.applied), duplicates \(receipt.duplicates), deferred \(receipt.deferred)")
     }
 }

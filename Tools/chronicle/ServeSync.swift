@@ -69,8 +69,13 @@ struct Sync: AsyncParsableCommand {
         let secret = try readToken(token: token, tokenFile: tokenFile)
         guard let url = URL(string: peer) else { throw ValidationError("bad --peer URL") }
         let store = try options.open()
-        let replicator = Replicator(store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) })])
+        var configuration = Replicator.Configuration()
+        let progress = ProgressLine(label: "sync")
+        configuration.progress = { _, events in progress.count(events) }
+        let replicator = Replicator(
+            store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) })], configuration: configuration)
         let report = try await replicator.sync()
+        progress.finish()
         print("sent \(report.sent), received \(report.received), applied \(report.applied), duplicates \(report.duplicates), deferred \(report.deferred)")
     }
 }

@@ -65,6 +65,12 @@ struct ProgressLine: Sendable {
         FileHandle.standardError.write(Data("\r\(label) \(bar) \(done)/\(total)".utf8))
     }
 
+    /// A running count, for work whose total is unknown.
+    func count(_ done: Int) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\(label) \(done) events".utf8))
+    }
+
     func finish() {
         guard enabled else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))

@@ -14,7 +14,9 @@ struct Verify: ParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() throws {
-        let report = try options.open().verify()
+        let progress = ProgressLine(label: "verify")
+        let report = try options.open().verify { done, total in progress.update(done, of: total) }
+        progress.finish()
         if report.isSound {
             print(report.description)
         } else {
