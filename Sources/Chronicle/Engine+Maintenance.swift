@@ -69,10 +69,11 @@ extension Engine {
         let limit = Engine.nowMilliseconds() + driftMilliseconds
         try environment.write { txn in
             var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
-            var historyKeys: [[UInt8]] = []
+            // Sequences per history prefix arrive in ascending order, so only the prefixes need sorting.
+            var history: [[UInt8]: [UInt64]] = [:]
             var waiting: [[UInt8]] = []
             _ = try replayLog(txn) { sequence, event in
-                historyKeys.append(HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence))
+                history[HistoryKey.prefix(domain: event.domain, name: event.key), default: []].append(sequence)
                 if event.hlc.milliseconds > limit {
                     waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes)
                     return
@@ -81,8 +82,11 @@ extension Engine {
                 winners[event.domain, default: [:]][event.key] = ViewEntry(event: event, sequence: sequence)
             }
             for database in [dbs.defaults, dbs.secrets, dbs.history, dbs.deferred] { try txn.clear(database) }
-            historyKeys.sort { $0.lexicographicallyPrecedes($1) }
-            for key in historyKeys { try txn.put(dbs.history, key: key, value: [], flags: .append) }
+            for prefix in history.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                for sequence in history[prefix] ?? [] {
+                    try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
+                }
+            }
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
             for domain in Domain.allCases {

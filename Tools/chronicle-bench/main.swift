@@ -13,6 +13,15 @@ let markdownPath = arguments.firstIndex(of: "--markdown").flatMap { arguments.in
 let scale = smoke ? 0.02 : 1.0
 func n(_ full: Int) -> Int { max(3, Int(Double(full) * scale)) }
 
+// `--profile-replay N`: only build a log of N events and replay it (for callgrind).
+if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.contains(index + 1), let events = Int(arguments[index + 1]) {
+    let profileScratch = Scratch()
+    let store = try Store(directory: profileScratch.directory("profile"), configuration: .init(durability: .noMetaSync))
+    try store.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i % 5_000)", default: 0)] = i } }
+    try store.rebuildViews()
+    exit(0)
+}
+
 let scratch = Scratch()
 var report = Report()
 var defaultsSuites: [String] = []
