@@ -16,6 +16,15 @@ public struct RangeReceipt: Sendable, Equatable, Codable {
 
     /// Creates an empty receipt.
     public init() {}
+
+    /// Adds another receipt's counts to this one.
+    public mutating func add(_ other: RangeReceipt) {
+        received += other.received
+        applied += other.applied
+        duplicates += other.duplicates
+        deferred += other.deferred
+        keys += other.keys
+    }
 }
 
 /// Direction of a replication checkpoint.

@@ -133,12 +133,7 @@ public actor Replicator {
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
             }
-            let receipt = try store.importRange(range, checkpoint: (pullKey, range.upTo))
-            report.pulled.received += receipt.received
-            report.pulled.applied += receipt.applied
-            report.pulled.duplicates += receipt.duplicates
-            report.pulled.deferred += receipt.deferred
-            report.pulled.keys += receipt.keys
+            report.pulled.add(try store.importRange(range, checkpoint: (pullKey, range.upTo)))
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if range.reachesHead || range.upTo <= after { break }
@@ -153,12 +148,8 @@ public actor Replicator {
             let range = try engine.exportRange(
                 after: sent, filter: filter, excluding: remote.replicaID, maxEvents: configuration.batchEvents, maxBytes: configuration.batchBytes)
             if !range.events.isEmpty {
-                let receipt = try await peer.transport.push(Data(range.encoded()))
+                report.pushed.add(try await peer.transport.push(Data(range.encoded())))
                 report.sent += range.events.count
-                report.pushed.received += receipt.received
-                report.pushed.applied += receipt.applied
-                report.pushed.duplicates += receipt.duplicates
-                report.pushed.deferred += receipt.deferred
                 report.batches += 1
                 configuration.progress?(peer.name, report.pulled.received + report.sent)
             }

@@ -218,7 +218,9 @@ struct SecretTests {
         }
         let short = keyDirectory.appendingPathComponent("short.key")
         try Data([1, 2, 3]).write(to: short)
-        #expect(throws: ChronicleError.self) { _ = try Store(directory: temporaryDirectory(), configuration: .init(keySource: .keyFile(short))) }
+        let refused = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: refused) }
+        #expect(throws: ChronicleError.self) { _ = try Store(directory: refused, configuration: .init(keySource: .keyFile(short))) }
     }
 
     @Test func storeFilesArePrivate() throws {
