@@ -37,19 +37,27 @@ extension Engine {
             guard sequence == expected else {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
             }
-            let record = try LogRecord(decoding: value, sequence: sequence)
-            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: record.kind, body: record.body, key: hashKey)
-            guard Sodium.constantTimeEqual(hash, record.hash) else {
+            // Split in place: kind ‖ body ‖ hash, without copying the body.
+            guard value.count > 1 + LogRecord.hashLength, let kind = RecordKind(rawValue: value[0]) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
+            }
+            let body = value[1..<(value.count - LogRecord.hashLength)]
+            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
+            guard Sodium.constantTimeEqual(hash, Array(value[(value.count - LogRecord.hashLength)...])) else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
             }
             previous = hash
-            if record.kind == .anchor {
+            if kind == .anchor {
                 guard sequence == 1 else { throw ChronicleError.corruptRecord(sequence: sequence, reason: "an anchor record after the start of the log") }
-                do { _ = try Anchor(decoding: record.body) } catch {
+                do { _ = try Anchor(decoding: Array(body)) } catch {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
                 }
             } else {
-                try visit(sequence, try record.event(sequence: sequence))
+                do {
+                    try visit(sequence, try Event(decoding: body))
+                } catch let error as DecodeFailure {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
+                }
             }
             expected += 1
             count += 1
@@ -68,31 +76,34 @@ extension Engine {
     func rebuildViews() throws {
         let limit = Engine.nowMilliseconds() + driftMilliseconds
         try environment.write { txn in
-            var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
-            // Sequences per history prefix arrive in ascending order, so only the prefixes need sorting.
-            var history: [[UInt8]: [UInt64]] = [:]
+            // One dictionary lookup per event: the key's history (in ascending sequence order,
+            // as the log is read) and its current winner.
+            var keys: [[String: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
             var waiting: [[UInt8]] = []
             _ = try replayLog(txn) { sequence, event in
-                history[HistoryKey.prefix(domain: event.domain, name: event.key), default: []].append(sequence)
-                if event.hlc.milliseconds > limit {
-                    waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes)
-                    return
-                }
-                if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
-                winners[event.domain, default: [:]][event.key] = ViewEntry(event: event, sequence: sequence)
+                let held = event.hlc.milliseconds > limit
+                keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
+                if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
             }
             for database in [dbs.defaults, dbs.secrets, dbs.history, dbs.deferred] { try txn.clear(database) }
-            for prefix in history.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-                for sequence in history[prefix] ?? [] {
-                    try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
+            for domain in Domain.allCases {
+                let replayed = keys[Int(domain.rawValue)]
+                // History keys sort by (domain, name length, name, sequence); views by name bytes.
+                let prefixes = replayed.keys.map { (HistoryKey.prefix(domain: domain, name: $0), $0) }
+                    .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (prefix, name) in prefixes {
+                    for sequence in replayed[name]?.sequences ?? [] {
+                        try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
+                    }
+                }
+                let names = replayed.keys.map { (Array($0.utf8), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (key, name) in names {
+                    guard let winner = replayed[name]?.winner else { continue }
+                    try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
                 }
             }
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
-            for domain in Domain.allCases {
-                let entries = (winners[domain] ?? [:]).map { (Array($0.key.utf8), $0.value) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
-                for (key, entry) in entries { try txn.put(dbs.view(domain), key: key, value: entry.encoded(), flags: .append) }
-            }
         }
         observers.publishReset()
     }
@@ -145,5 +156,18 @@ extension Engine {
             }
             return report
         }
+    }
+}
+
+/// What a replay gathers for one key.
+struct ReplayedKey {
+    var sequences: [UInt64] = []
+    var winner: ViewEntry?
+
+    mutating func apply(_ event: Event, sequence: UInt64, heldBack: Bool) {
+        sequences.append(sequence)
+        guard !heldBack else { return }
+        if let winner, !event.wins(over: winner.order) { return }
+        winner = ViewEntry(event: event, sequence: sequence)
     }
 }

@@ -87,35 +87,50 @@ struct Event: Sendable, Equatable {
 
     /// Decodes an event, checking every field and bound.
     init(decoding bytes: [UInt8]) throws(DecodeFailure) {
-        var reader = ByteReader(bytes)
-        let version = try reader.u8()
-        guard version == Self.formatVersion else {
-            throw DecodeFailure(description: "event format version \(version) is not supported (this build reads \(Self.formatVersion))")
+        self = try bytes.withUnsafeBytes { buffer in Event.parse(buffer) }.get()
+    }
+
+    /// Decodes an event from part of a stored record (no copy of the record).
+    init(decoding bytes: ArraySlice<UInt8>) throws(DecodeFailure) {
+        self = try bytes.withUnsafeBytes { buffer in Event.parse(buffer) }.get()
+    }
+
+    /// The fixed-size part before the key name: version, origin, counter, HLC, domain, op, policy, encoding, flags.
+    private static let headerLength = 1 + 16 + 8 + 8 + 5
+
+    /// Parses the version 1 layout in place; every offset is checked against the buffer's size.
+    private static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Event, DecodeFailure> {
+        func failure(_ text: String) -> Result<Event, DecodeFailure> { .failure(DecodeFailure(description: text)) }
+        func u64(_ offset: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        guard bytes.count >= headerLength + 1 + 4 else { return failure("truncated: \(bytes.count) bytes is shorter than an event") }
+        guard bytes[0] == formatVersion else {
+            return failure("event format version \(bytes[0]) is not supported (this build reads \(formatVersion))")
         }
-        guard let origin = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad origin") }
-        self.origin = origin
-        counter = try reader.u64()
-        hlc = HLC(rawValue: try reader.u64())
-        let domainByte = try reader.u8()
-        guard let domain = Domain(rawValue: domainByte) else { throw DecodeFailure(description: "unknown domain \(domainByte)") }
-        self.domain = domain
-        let opByte = try reader.u8()
-        guard let op = Operation(rawValue: opByte) else { throw DecodeFailure(description: "unknown operation \(opByte)") }
-        self.op = op
-        let policyByte = try reader.u8()
-        guard let policy = SyncPolicy(rawValue: policyByte) else { throw DecodeFailure(description: "unknown sync policy \(policyByte)") }
-        self.policy = policy
-        encoding = try reader.u8()
-        let flags = try reader.u8()
-        guard flags & ~1 == 0 else { throw DecodeFailure(description: "unknown flags \(flags)") }
-        sealed = flags & 1 == 1
-        let keyBytes = try reader.shortField()
-        guard !keyBytes.isEmpty, let key = String(validating: keyBytes, as: UTF8.self) else {
-            throw DecodeFailure(description: "key name is empty or not UTF-8")
+        guard let domain = Domain(rawValue: bytes[33]) else { return failure("unknown domain \(bytes[33])") }
+        guard let op = Operation(rawValue: bytes[34]) else { return failure("unknown operation \(bytes[34])") }
+        guard let policy = SyncPolicy(rawValue: bytes[35]) else { return failure("unknown sync policy \(bytes[35])") }
+        let flags = bytes[37]
+        guard flags & ~1 == 0 else { return failure("unknown flags \(flags)") }
+        let keyLength = Int(bytes[headerLength])
+        let keyStart = headerLength + 1
+        guard keyLength > 0, bytes.count >= keyStart + keyLength + 4 else { return failure("truncated or empty key name") }
+        guard let key = String(validating: bytes[keyStart..<keyStart + keyLength], as: UTF8.self) else {
+            return failure("key name is not UTF-8")
         }
-        self.key = key
-        payload = try reader.longField()
-        try reader.expectEnd()
-        guard counter > 0 else { throw DecodeFailure(description: "counter 0 is not a valid dot") }
+        let payloadStart = keyStart + keyLength + 4
+        let payloadLength = Int(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: keyStart + keyLength, as: UInt32.self)))
+        guard bytes.count - payloadStart >= payloadLength else {
+            return failure("truncated: payload of \(payloadLength) bytes, \(bytes.count - payloadStart) left")
+        }
+        guard bytes.count == payloadStart + payloadLength else {
+            return failure("\(bytes.count - payloadStart - payloadLength) unexpected trailing bytes")
+        }
+        let counter = u64(17)
+        guard counter > 0 else { return failure("counter 0 is not a valid dot") }
+        guard let origin = ReplicaID(bytes: Array(bytes[1..<17])) else { return failure("bad origin") }
+        return .success(
+            Event(
+                origin: origin, counter: counter, hlc: HLC(rawValue: u64(25)), domain: domain, op: op, policy: policy,
+                encoding: bytes[36], sealed: flags & 1 == 1, key: key, payload: Array(bytes[payloadStart..<payloadStart + payloadLength])))
     }
 }

@@ -73,7 +73,7 @@ struct LogRecord: Sendable {
     var body: [UInt8]
     var hash: [UInt8]
 
-    static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: SecureBytes?) -> [UInt8] {
+    static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: SecureBytes?) -> [UInt8] {
         // One buffer, filled in place: this runs once per record on every write and replay.
         var input = [UInt8]()
         input.reserveCapacity(previous.count + 9 + body.count)
