@@ -29,21 +29,23 @@ extension Engine {
         let hashKey = try chainKey(try LogHead.read(txn, dbs).chainKeyID)
         var expected: UInt64 = 1
         var count = 0
-        try txn.scan(dbs.events) { key, value in
-            guard let sequence = UInt64(bigEndianBytes: key) else {
+        try txn.scanInPlace(dbs.events) { key, value in
+            guard key.count == 8 else {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
             }
+            let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
             guard sequence <= limit else { return false }
             guard sequence == expected else {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
             }
-            // Split in place: kind ‖ body ‖ hash, without copying the body.
+            // Split in place: kind ‖ body ‖ hash, reading the record straight from the map.
             guard value.count > 1 + LogRecord.hashLength, let kind = RecordKind(rawValue: value[0]) else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
             }
-            let body = value[1..<(value.count - LogRecord.hashLength)]
+            let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
             let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
-            guard Sodium.constantTimeEqual(hash, Array(value[(value.count - LogRecord.hashLength)...])) else {
+            // Integrity of local data, not a secret: a plain comparison is enough.
+            guard hash.elementsEqual(value[(value.count - LogRecord.hashLength)...]) else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
             }
             previous = hash
@@ -53,10 +55,9 @@ extension Engine {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
                 }
             } else {
-                do {
-                    try visit(sequence, try Event(decoding: body))
-                } catch let error as DecodeFailure {
-                    throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
+                switch Event.parse(body) {
+                case let .success(event): try visit(sequence, event)
+                case let .failure(error): throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
                 }
             }
             expected += 1

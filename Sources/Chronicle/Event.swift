@@ -99,7 +99,7 @@ struct Event: Sendable, Equatable {
     private static let headerLength = 1 + 16 + 8 + 8 + 5
 
     /// Parses the version 1 layout in place; every offset is checked against the buffer's size.
-    private static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Event, DecodeFailure> {
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Event, DecodeFailure> {
         func failure(_ text: String) -> Result<Event, DecodeFailure> { .failure(DecodeFailure(description: text)) }
         func u64(_ offset: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
         guard bytes.count >= headerLength + 1 + 4 else { return failure("truncated: \(bytes.count) bytes is shorter than an event") }

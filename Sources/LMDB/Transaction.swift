@@ -73,6 +73,17 @@ public struct Transaction: ~Copyable {
         from start: [UInt8]? = nil,
         _ body: ([UInt8], [UInt8]) throws -> Bool
     ) throws {
+        try scanInPlace(database, from: start) { key, value in try body(Array(key), Array(value)) }
+    }
+
+    /// Like ``scan(_:from:_:)``, but lends the key and value in place, without copying them.
+    ///
+    /// The buffers point into the memory map and are valid only during `body`.
+    public func scanInPlace(
+        _ database: Database,
+        from start: [UInt8]? = nil,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         try withCursor(database) { cursor throws in
             var key = MDB_val()
             var value = MDB_val()
@@ -86,9 +97,9 @@ public struct Transaction: ~Copyable {
                 rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
             }
             while rc == 0 {
-                let keyBytes = Array(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size))
-                let valueBytes = Array(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
-                guard try body(keyBytes, valueBytes) else { return }
+                let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+                let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+                guard try body(keyBuffer, valueBuffer) else { return }
                 rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
             }
             if rc != MDB_NOTFOUND { try check(rc) }
