@@ -11,15 +11,8 @@ extension Store {
     /// A failed read never leads to an overwrite: while the store cannot open
     /// its data key, writing secrets fails too.
     public subscript<Value>(key: SecretKey<Value>) -> Value {
-        get {
-            do { return try value(for: key) } catch {
-                log(error, "read", key)
-                return key.defaultValue
-            }
-        }
-        set {
-            do { try set(newValue, for: key) } catch { log(error, "write", key) }
-        }
+        get { loggingRead(key) }
+        set { loggingWrite(newValue, for: key) }
     }
 
     /// The secret's value, decrypted, or its default when absent.

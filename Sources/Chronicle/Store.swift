@@ -66,15 +66,8 @@ public final class Store: Sendable {
 
     /// The value of `key`, or its default when absent. Errors are logged and read as the default.
     public subscript<Value>(key: Key<Value>) -> Value {
-        get {
-            do { return try value(for: key) } catch {
-                log(error, "read", key)
-                return key.defaultValue
-            }
-        }
-        set {
-            do { try set(newValue, for: key) } catch { log(error, "write", key) }
-        }
+        get { loggingRead(key) }
+        set { loggingWrite(newValue, for: key) }
     }
 
     /// The value of `key`, or its default when it has never been set or was removed.
@@ -164,6 +157,19 @@ public final class Store: Sendable {
                 reason: "the disk holding the store is full (\(error.message)); nothing of this change was written — free space and retry")
         }
         return .wrap(error)
+    }
+
+    /// The non-throwing read behind the subscripts: errors are logged (never the value) and read as the default.
+    func loggingRead<K: ValueKey>(_ key: K) -> K.Value {
+        do { return try readValue(key, default: key.defaultValue) } catch {
+            log(error, "read", key)
+            return key.defaultValue
+        }
+    }
+
+    /// The non-throwing write behind the subscripts: errors are logged (never the value).
+    func loggingWrite<K: ValueKey>(_ value: K.Value, for key: K) {
+        do { try commit([change(value, for: key)]) } catch { log(error, "write", key) }
     }
 
     func log(_ error: any Error, _ action: String, _ key: Keys) {
