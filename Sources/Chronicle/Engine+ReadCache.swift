@@ -15,22 +15,24 @@ struct ReadCache: ~Copyable {
 }
 
 extension Engine {
-    /// Reads a plain key through the decoded-value cache; `nil` when the key has no value.
+    /// Reads a plain key through the decoded-value cache; `defaultValue` when the key has no value.
     ///
     /// A warm read costs a check of the environment's last transaction id
     /// (one read of the meta page) and a dictionary lookup; no LMDB
-    /// transaction and no decoding.
+    /// transaction and no decoding. The hit path asks for no generic type
+    /// beyond `V` itself: it sits under every property-wrapper read.
     func cachedRead<V: Sendable>(
-        _ name: String, as type: V.Type, decode: (ViewEntry) throws(ChronicleError) -> V
-    ) throws(ChronicleError) -> V? {
+        _ name: String, default defaultValue: V, decode: (ViewEntry) throws(ChronicleError) -> V
+    ) throws(ChronicleError) -> V {
         let current = environment.lastTransactionID
         let typeID = ObjectIdentifier(V.self)
-        let hit: V?? = readCache.withLock { cache in
-            guard cache.transactionID == current, let slot = cache.slots[name], slot.type == typeID else { return nil }
-            guard let value = slot.value else { return .some(nil) }
-            return (value as? V).map { .some($0) }
+        let slot: ReadCache.Slot? = readCache.withLock { cache in
+            cache.transactionID == current ? cache.slots[name] : nil
         }
-        if let hit { return hit }
+        if let slot, slot.type == typeID {
+            guard let stored = slot.value else { return defaultValue }
+            if let value = stored as? V { return value }
+        }
         let (entry, snapshot) = try mappingErrors {
             try environment.read { txn in
                 let bytes = try txn.get(dbs.defaults, key: Array(name.utf8))
@@ -38,8 +40,12 @@ extension Engine {
                 return (entry, txn.id)
             }
         }
-        var value: V?
-        if let entry, entry.op == .set { value = try decode(entry) }
+        var value: (any Sendable)?
+        var result = defaultValue
+        if let entry, entry.op == .set {
+            result = try decode(entry)
+            value = result
+        }
         readCache.withLock { cache in
             if cache.transactionID != snapshot {
                 cache.transactionID = snapshot
@@ -47,6 +53,6 @@ extension Engine {
             }
             cache.slots[name] = ReadCache.Slot(type: typeID, value: value)
         }
-        return value
+        return result
     }
 }

@@ -10,21 +10,29 @@ extension Key: ValueKey {}
 extension SecretKey: ValueKey {}
 
 extension Store {
+    /// The read behind `store[key]` and `@Default` for plain keys: straight to the cache.
+    func plainValue<Value>(_ key: Key<Value>) throws(ChronicleError) -> Value {
+        guard key.formerNames.isEmpty, !sealsDefaults else { return try readValue(key, default: key.defaultValue) }
+        try Keys.validate(name: key.name)
+        return try engine.cachedRead(key.name, default: key.defaultValue) { entry throws(ChronicleError) in
+            try self.decode(entry, for: key, default: key.defaultValue)
+        }
+    }
+
     /// Reads a key's current value, falling back to former names, then to `defaultValue`.
     func readValue<K: ValueKey>(_ key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
         try Keys.validate(name: key.name)
         let engine = try engine
         if key.domain == .defaults, !sealsDefaults, key.formerNames.isEmpty {
-            let cached = try engine.cachedRead(key.name, as: K.Value.self) { entry throws(ChronicleError) in
+            return try engine.cachedRead(key.name, default: defaultValue) { entry throws(ChronicleError) in
                 try self.decode(entry, for: key, default: defaultValue)
             }
-            return cached ?? defaultValue
         }
         let entry = try mappingErrors { try engine.entry(key.domain, key.name) }
         return try decode(entry, for: key, default: defaultValue)
     }
 
-    private func decode<K: ValueKey>(_ entry: ViewEntry?, for key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
+    func decode<K: ValueKey>(_ entry: ViewEntry?, for key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
         var entry = entry
         if entry == nil, !key.formerNames.isEmpty {
             entry = try formerEntry(of: key)

@@ -66,7 +66,12 @@ public final class Store: Sendable {
 
     /// The value of `key`, or its default when absent. Errors are logged and read as the default.
     public subscript<Value>(key: Key<Value>) -> Value {
-        get { loggingRead(key) }
+        get {
+            do { return try plainValue(key) } catch {
+                log(error, "read", key)
+                return key.defaultValue
+            }
+        }
         set { loggingWrite(newValue, for: key) }
     }
 
@@ -76,7 +81,7 @@ public final class Store: Sendable {
     /// - Throws: ``ChronicleError/decodingFailed(key:reason:)`` when the stored
     ///   value does not decode as `Value`, or a storage error.
     public func value<Value>(for key: Key<Value>) throws(ChronicleError) -> Value {
-        try readValue(key, default: key.defaultValue)
+        try plainValue(key)
     }
 
     /// Sets `key` to `value` (setting an optional key to `nil` removes it).

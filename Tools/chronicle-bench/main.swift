@@ -29,6 +29,18 @@ if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.c
     exit(0)
 }
 
+// `--profile-reads N`: only N typed reads (for callgrind).
+if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.contains(index + 1), let reads = Int(arguments[index + 1]) {
+    let profileScratch = Scratch()
+    let store = try Store(directory: profileScratch.directory("reads"))
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0) }
+    try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
+    var sum = 0
+    for i in 0..<reads { sum &+= store[keys[i & 63]] }
+    print("sum \(sum)")
+    exit(0)
+}
+
 let scratch = Scratch()
 var report = Report()
 var durableSetNanoseconds = 0.0
