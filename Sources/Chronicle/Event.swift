@@ -90,11 +90,6 @@ struct Event: Sendable, Equatable {
         self = try bytes.withUnsafeBytes { buffer in Event.parse(buffer) }.get()
     }
 
-    /// Decodes an event from part of a stored record (no copy of the record).
-    init(decoding bytes: ArraySlice<UInt8>) throws(DecodeFailure) {
-        self = try bytes.withUnsafeBytes { buffer in Event.parse(buffer) }.get()
-    }
-
     /// The fixed-size part before the key name: version, origin, counter, HLC, domain, op, policy, encoding, flags.
     private static let headerLength = 1 + 16 + 8 + 8 + 5
 

@@ -18,6 +18,24 @@ final class Keyring: Sendable {
         case material(SecureBytes, kind: KeyEncryptionKind)
         /// The default key file, loaded (and created) on first use.
         case defaultKeyFile(URL)
+
+        /// The source for a configured ``KeySource``; key material is copied into secure memory and wiped.
+        init(_ keySource: KeySource, cost: KeyDerivationCost) throws {
+            switch keySource {
+            case let .passphrase(passphrase):
+                guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
+                var bytes = Array(passphrase.utf8)
+                defer { Sodium.wipe(&bytes) }
+                self = .passphrase(try SecureBytes(bytes), limits: cost.limits)
+            case let .keyFile(url):
+                self = .material(try Keyring.readKeyFile(url), kind: .keyFile)
+            case let .provider(provider):
+                var bytes = try provider.keyEncryptionKey()
+                defer { Sodium.wipe(&bytes) }
+                guard bytes.count >= 32 else { throw ChronicleError.invalidArgument("a key provider must return at least 32 bytes") }
+                self = .material(try Keyring.derivedKEK(from: bytes, kind: .provider), kind: .provider)
+            }
+        }
     }
 
     private struct State: ~Copyable {
@@ -58,23 +76,8 @@ final class Keyring: Sendable {
     /// written). Without one, the default key file is used and created lazily.
     static func open(engine: Engine, configuration: Store.Configuration) -> Result<Keyring, ChronicleError> {
         do {
-            let source: Source
-            switch configuration.keySource {
-            case let .passphrase(passphrase)?:
-                guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
-                var bytes = Array(passphrase.utf8)
-                defer { Sodium.wipe(&bytes) }
-                source = .passphrase(try SecureBytes(bytes), limits: configuration.keyDerivationCost.limits)
-            case let .keyFile(url)?:
-                source = .material(try readKeyFile(url), kind: .keyFile)
-            case let .provider(provider)?:
-                var bytes = try provider.keyEncryptionKey()
-                defer { Sodium.wipe(&bytes) }
-                guard bytes.count >= 32 else { throw ChronicleError.invalidArgument("a key provider must return at least 32 bytes") }
-                source = .material(try derivedKEK(from: bytes, kind: .provider), kind: .provider)
-            case nil:
-                source = .defaultKeyFile(defaultKeyFileURL())
-            }
+            let source = try configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
+                ?? .defaultKeyFile(defaultKeyFileURL())
             let keyring = Keyring(engine: engine, source: source)
             try keyring.prepare(create: configuration.keySource != nil)
             return .success(keyring)
@@ -157,25 +160,34 @@ final class Keyring: Sendable {
 
     /// Wraps a data key with this replica's KEK (reusing the active key's salt, so no new Argon2 run).
     private func wrapForStorage(_ key: SecureBytes, id: KeyID, _ txn: borrowing Transaction) throws -> WrappedKey {
-        let now = UInt64(Date().timeIntervalSince1970 * 1000)
-        switch sourceValue {
-        case let .passphrase(_, limits):
-            var salt = Sodium.randomBytes(PasswordHash.saltBytes)
-            var wrapLimits = limits
-            if let activeBytes = try txn.get(engine.dbs.meta, key: MetaKey.activeKey),
-                let recordBytes = try txn.get(engine.dbs.meta, key: MetaKey.wrappedKey(KeyID(bytes: activeBytes))),
-                let record = try? WrappedKey(decoding: recordBytes), record.kind == .passphrase
-            {
-                salt = record.salt
-                wrapLimits = record.limits
-            }
-            let kek = try passphraseKEK(salt: salt, limits: wrapLimits)
-            return try WrappedKey.wrap(key, id: id, kind: .passphrase, salt: salt, limits: wrapLimits, created: now, kek: kek)
+        var reuse: (salt: [UInt8], limits: PasswordHash.Limits)?
+        if let activeBytes = try txn.get(engine.dbs.meta, key: MetaKey.activeKey),
+            let recordBytes = try txn.get(engine.dbs.meta, key: MetaKey.wrappedKey(KeyID(bytes: activeBytes))),
+            let record = try? WrappedKey(decoding: recordBytes), record.kind == .passphrase
+        {
+            reuse = (record.salt, record.limits)
+        }
+        let wrapping = try wrappingKey(for: sourceValue, reusing: reuse)
+        return try WrappedKey.wrap(
+            key, id: id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
+            created: UInt64(Date().timeIntervalSince1970 * 1000), kek: wrapping.kek)
+    }
+
+    /// The key-encryption key `source` wraps data keys with, and the parameters stored beside them.
+    /// A passphrase reuses `reusing` (salt and cost) when given, so no new Argon2id run is needed.
+    private func wrappingKey(
+        for source: Source, reusing: (salt: [UInt8], limits: PasswordHash.Limits)?
+    ) throws -> (kind: KeyEncryptionKind, salt: [UInt8], limits: PasswordHash.Limits, kek: SecureBytes) {
+        let noLimits = PasswordHash.Limits(opsLimit: 0, memLimit: 0)
+        switch source {
+        case let .passphrase(passphrase, configured):
+            let salt = reusing?.salt ?? Sodium.randomBytes(PasswordHash.saltBytes)
+            let limits = reusing?.limits ?? configured
+            return (.passphrase, salt, limits, try passphraseKEK(passphrase, salt: salt, limits: limits))
         case let .material(kek, kind):
-            return try WrappedKey.wrap(key, id: id, kind: kind, salt: zeroSalt, limits: .init(opsLimit: 0, memLimit: 0), created: now, kek: kek)
+            return (kind, zeroSalt, noLimits, kek)
         case let .defaultKeyFile(url):
-            let kek = try Self.readKeyFile(url, createIfMissing: true)
-            return try WrappedKey.wrap(key, id: id, kind: .keyFile, salt: zeroSalt, limits: .init(opsLimit: 0, memLimit: 0), created: now, kek: kek)
+            return (.keyFile, zeroSalt, noLimits, try Self.readKeyFile(url, createIfMissing: true))
         }
     }
 
@@ -212,8 +224,8 @@ final class Keyring: Sendable {
 
     private func kek(for record: WrappedKey) throws -> SecureBytes {
         switch (sourceValue, record.kind) {
-        case (.passphrase, .passphrase):
-            return try passphraseKEK(salt: record.salt, limits: record.limits)
+        case let (.passphrase(passphrase, _), .passphrase):
+            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits)
         case let (.material(kek, kind), recordKind) where kind == recordKind:
             return kek
         case let (.defaultKeyFile(url), .keyFile):
@@ -226,10 +238,11 @@ final class Keyring: Sendable {
         }
     }
 
-    private func passphraseKEK(salt: [UInt8], limits: PasswordHash.Limits) throws -> SecureBytes {
+    /// Argon2id of `passphrase` with a record's salt and cost, cached per salt and cost
+    /// (salts are random, so two passphrases never share an entry; a change clears the cache).
+    private func passphraseKEK(_ passphrase: SecureBytes, salt: [UInt8], limits: PasswordHash.Limits) throws -> SecureBytes {
         let cacheKey = salt + limits.opsLimit.bigEndianBytes + limits.memLimit.bigEndianBytes
         if let kek = state.withLock({ $0.keks[cacheKey] }) { return kek }
-        guard case let .passphrase(passphrase, _) = sourceValue else { throw ChronicleError.wrongKey }
         var bytes = passphrase.copyBytes()
         defer { Sodium.wipe(&bytes) }
         let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
@@ -332,28 +345,16 @@ final class Keyring: Sendable {
             }
             let keys = try records.map { ($0, try unwrap($0)) }
             let now = UInt64(Date().timeIntervalSince1970 * 1000)
-            var salt = Sodium.randomBytes(PasswordHash.saltBytes)
-            defer { Sodium.wipe(&salt) }
+            let wrapping = try wrappingKey(for: newSource, reusing: nil)  // one fresh salt, one Argon2id run
             for (record, key) in keys {
-                let wrapped: WrappedKey
-                switch newSource {
-                case let .passphrase(passphrase, limits):
-                    var bytes = passphrase.copyBytes()
-                    defer { Sodium.wipe(&bytes) }
-                    let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
-                    wrapped = try WrappedKey.wrap(key, id: record.id, kind: .passphrase, salt: salt, limits: limits, created: now, kek: kek)
-                case let .material(kek, kind):
-                    wrapped = try WrappedKey.wrap(key, id: record.id, kind: kind, salt: zeroSalt, limits: .init(opsLimit: 0, memLimit: 0), created: now, kek: kek)
-                case let .defaultKeyFile(url):
-                    let kek = try Self.readKeyFile(url, createIfMissing: true)
-                    wrapped = try WrappedKey.wrap(key, id: record.id, kind: .keyFile, salt: zeroSalt, limits: .init(opsLimit: 0, memLimit: 0), created: now, kek: kek)
-                }
+                let wrapped = try WrappedKey.wrap(
+                    key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)
                 try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: wrapped.encoded())
             }
         }
         state.withLock { state in
             state.source = newSource
-            state.keks.removeAll()
+            state.keks.removeAll()  // KEKs of the old passphrase
         }
     }
 
@@ -404,17 +405,11 @@ extension Keyring {
         guard case let .passphrase(passphrase, limits) = state.withLock({ $0.source }) else { return records }
         let moderate = PasswordHash.Limits.moderate
         let travel = PasswordHash.Limits(opsLimit: max(limits.opsLimit, moderate.opsLimit), memLimit: max(limits.memLimit, moderate.memLimit))
-        let salt = Sodium.randomBytes(PasswordHash.saltBytes)
-        var bytes = passphrase.copyBytes()
-        defer { Sodium.wipe(&bytes) }
-        let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: travel)
+        let wrapping = try wrappingKey(for: .passphrase(passphrase, limits: travel), reusing: nil)
         return try records.map { record in
-            let key = try unwrapForExport(record)
-            return try WrappedKey.wrap(key, id: record.id, kind: .passphrase, salt: salt, limits: travel, created: record.created, kek: kek)
+            try WrappedKey.wrap(
+                try dataKey(record.id), id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
+                created: record.created, kek: wrapping.kek)
         }
-    }
-
-    private func unwrapForExport(_ record: WrappedKey) throws -> SecureBytes {
-        try dataKey(record.id)
     }
 }

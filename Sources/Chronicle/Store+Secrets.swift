@@ -50,23 +50,7 @@ extension Store {
     /// Re-wraps the store's data keys under a new key source (passphrase, key file or provider).
     public func changeKeySource(to source: KeySource) throws(ChronicleError) {
         let keyring = try crypto.get()
-        try mappingErrors {
-            let newSource: Keyring.Source
-            switch source {
-            case let .passphrase(passphrase):
-                guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
-                var bytes = Array(passphrase.utf8)
-                defer { Sodium.wipe(&bytes) }
-                newSource = .passphrase(try SecureBytes(bytes), limits: configuration.keyDerivationCost.limits)
-            case let .keyFile(url):
-                newSource = .material(try Keyring.readKeyFile(url), kind: .keyFile)
-            case let .provider(provider):
-                var bytes = try provider.keyEncryptionKey()
-                defer { Sodium.wipe(&bytes) }
-                newSource = .material(try Keyring.derivedKEK(from: bytes, kind: .provider), kind: .provider)
-            }
-            try keyring.changeSource(to: newSource)
-        }
+        try mappingErrors { try keyring.changeSource(to: Keyring.Source(source, cost: configuration.keyDerivationCost)) }
     }
 
     /// Makes a new data key active for new sealed events; old keys keep opening old events.

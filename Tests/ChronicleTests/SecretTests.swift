@@ -257,8 +257,13 @@ struct SecretTests {
         struct Provider: KeyProvider {
             func keyEncryptionKey() throws -> [UInt8] { [UInt8](repeating: 42, count: 32) }
         }
+        struct ShortProvider: KeyProvider {
+            func keyEncryptionKey() throws -> [UInt8] { [1, 2, 3] }
+        }
         try withTemporaryStore(configuration: .init(keySource: .provider(Provider()))) { store, _ throws in
             try store.set("v", for: .apiToken)
+            #expect(store[.apiToken] == "v")
+            #expect(throws: ChronicleError.self) { try store.changeKeySource(to: .provider(ShortProvider())) }
             #expect(store[.apiToken] == "v")
         }
     }
