@@ -22,19 +22,22 @@ let package = Package(
     ],
     targets: [
         // System libraries: the only modules that see C declarations, through the wrappers below.
-        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
-        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        // Every target name carries the project's prefix: a bare `LMDB`, `CLMDB` or `Sodium` is also a
+        // target of other packages (QuickLMDB, swift-sodium), and SwiftPM refuses two targets of one
+        // name in an app's build graph.
+        .systemLibrary(name: "CChronicleLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        .systemLibrary(name: "CChronicleSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
 
         // Safe Swift wrappers.
-        .target(name: "LMDB", dependencies: ["CLMDB"]),
-        .target(name: "Sodium", dependencies: ["CSodium"]),
+        .target(name: "ChronicleLMDB", dependencies: ["CChronicleLMDB"]),
+        .target(name: "ChronicleSodium", dependencies: ["CChronicleSodium"]),
 
         // The domain.
         .target(
             name: "Chronicle",
             dependencies: [
-                "LMDB",
-                "Sodium",
+                "ChronicleLMDB",
+                "ChronicleSodium",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -70,10 +73,12 @@ let package = Package(
         ),
 
         // Benchmarks against raw LMDB, GRDB and UserDefaults (not part of any product).
+        // The benchmark alone imports the C module: its raw-LMDB peer must call `mdb_put`/`mdb_get`
+        // directly, without our wrapper, so the table shows what the wrapper and the domain cost.
         .executableTarget(
             name: "chronicle-bench",
             dependencies: [
-                "Chronicle", "ChronicleHTTP", "CLMDB",
+                "Chronicle", "ChronicleHTTP", "CChronicleLMDB",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tools/chronicle-bench"
@@ -82,9 +87,9 @@ let package = Package(
         // A child process for the crash-safety tests (not part of any product).
         .executableTarget(name: "chronicle-stress", dependencies: ["Chronicle"], path: "Tools/chronicle-stress"),
 
-        .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "SodiumTests", dependencies: ["Sodium"]),
-        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "LMDB", "chronicle", "chronicle-stress"]),
+        .testTarget(name: "ChronicleLMDBTests", dependencies: ["ChronicleLMDB"]),
+        .testTarget(name: "ChronicleSodiumTests", dependencies: ["ChronicleSodium"]),
+        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "ChronicleLMDB", "chronicle", "chronicle-stress"]),
         .testTarget(
             name: "ChronicleHTTPTests",
             dependencies: [

@@ -190,29 +190,20 @@ struct WireInfo: Codable {
 
     init(_ info: ReplicaInfo) {
         replicaID = info.replicaID.hex
-        epoch = info.epoch.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        epoch = info.epoch.hex
         protocolVersion = info.protocolVersion
         head = info.head
     }
 
     func info() throws -> ReplicaInfo {
-        guard let id = ReplicaID(hex: replicaID), epoch.utf8.count == 32 else {
+        guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
             throw ChronicleError.malformedInput("the peer's info is malformed")
         }
-        let digits = Array(epoch.utf8)
-        let bytes = try stride(from: 0, to: 32, by: 2).map { index in
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
-                throw ChronicleError.malformedInput("the peer's epoch is malformed")
-            }
-            return byte
-        }
-        return ReplicaInfo(replicaID: id, epoch: bytes, protocolVersion: protocolVersion, head: head)
+        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head)
     }
 }
 
-extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
-}
+
 
 func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
     var headers = HTTPFields()

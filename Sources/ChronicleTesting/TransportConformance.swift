@@ -40,7 +40,7 @@ public enum TransportConformance {
         let second = try await transport.info()
         try require(first.replicaID == second.replicaID, "identity", "the replica id changed between calls")
         try require(first.protocolVersion == 1, "identity", "protocol version \(first.protocolVersion), expected 1")
-        try require(first.epoch.count == 16, "identity", "epoch of \(first.epoch.count) bytes")
+        try require(first.epoch.bytes.count == LogEpoch.byteCount, "identity", "epoch of \(first.epoch.bytes.count) bytes")
         let empty = try await transport.pull(after: first.head, filter: .syncable, excludingOrigin: nil, maxEvents: 256)
         let store = try LocalStore()
         let receipt = try store.store.importRange(empty)

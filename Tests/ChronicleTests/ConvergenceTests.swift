@@ -79,7 +79,7 @@ struct ConvergenceTests {
                     try await Replicator(store: store, peers: peers).sync()
                 }
             }
-            let engines = try stores.map { try $0.engine }
+            let engines = try stores.map { try $0.eventLog }
             for key in Self.keys {
                 let winners = try engines.map { try $0.entry(.defaults, key.name).map { "\($0.origin.short):\($0.counter):\($0.op)" } }
                 #expect(Set(winners).count == 1, "seed \(seed): replicas disagree on \(key.name): \(winners)")

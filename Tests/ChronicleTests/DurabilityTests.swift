@@ -1,7 +1,7 @@
 @testable import Chronicle
 import Dispatch
 import Foundation
-import LMDB
+import ChronicleLMDB
 import Synchronization
 import Testing
 
@@ -71,7 +71,7 @@ struct ConcurrencyTests {
 
     @Test func concurrentSetsShareCommits() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let before = try store.engine.environment.lastTransactionID
+            let before = try store.eventLog.environment.lastTransactionID
             await withTaskGroup(of: Void.self) { group in
                 for writer in 0..<8 {
                     group.addTask {
@@ -79,7 +79,7 @@ struct ConcurrencyTests {
                     }
                 }
             }
-            let commits = try store.engine.environment.lastTransactionID - before
+            let commits = try store.eventLog.environment.lastTransactionID - before
             #expect(try store.logEntries().count == 200)
             #expect(commits <= 200)  // never more commits than events; usually far fewer
         }
@@ -129,7 +129,7 @@ struct MapGrowthTests {
             try store.write { batch in
                 for i in 0..<40 { batch[Key<Data>("batch.\(i)", default: Data())] = payload }
             }
-            #expect(try store.engine.environment.mapSize > 4 << 20)
+            #expect(try store.eventLog.environment.mapSize > 4 << 20)
             #expect(store[Key<Data>("blob.0", default: Data())] == payload)
             #expect(store[Key<Data>("batch.39", default: Data())] == payload)
             #expect(try store.verify().isSound)
@@ -186,16 +186,16 @@ struct CorruptionTests {
     @Test func undecodableRecordIsReportedNotCrashed() throws {
         try withTemporaryStore { store, _ throws in
             try store.set(.dark, for: .theme)
-            let engine = try store.engine
+            let eventLog = try store.eventLog
             // Write a record whose body does not decode, with a valid chain hash: decoding must fail by name.
-            try engine.environment.write { txn in
-                var head = try LogHead.read(txn, engine.dbs)
+            try eventLog.environment.write { txn in
+                var head = try LogHead.read(txn, eventLog.dbs)
                 head.sequence += 1
                 let body: [UInt8] = [1, 2, 3]
                 let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: .event, body: body, key: nil)
-                try txn.put(engine.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
+                try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
                 head.chain = hash
-                try head.write(txn, engine.dbs)
+                try head.write(txn, eventLog.dbs)
             }
             let report = try store.verify()
             #expect(report.firstBadSequence == 2)

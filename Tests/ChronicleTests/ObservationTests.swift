@@ -151,17 +151,17 @@ struct ObservationTests {
 
     @Test func cancellingAnObservationReleasesIt() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let engine = try store.engine
+            let eventLog = try store.eventLog
             let task = Task {
                 for await _ in store.updates(of: .theme) {}
             }
-            while engine.observers.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(engine.poller.withLock { $0 != nil })
+            while eventLog.observers.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(eventLog.poller.withLock { $0 != nil })
             task.cancel()
             await task.value
-            #expect(engine.observers.isEmpty)
+            #expect(eventLog.observers.isEmpty)
             // The poller notices that nobody listens and stops.
-            while engine.poller.withLock({ $0 != nil }) { try await Task.sleep(for: .milliseconds(50)) }
+            while eventLog.poller.withLock({ $0 != nil }) { try await Task.sleep(for: .milliseconds(50)) }
         }
     }
 

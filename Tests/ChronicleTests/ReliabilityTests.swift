@@ -1,6 +1,6 @@
 @testable import Chronicle
 import Foundation
-import LMDB
+import ChronicleLMDB
 import Synchronization
 import Testing
 
@@ -131,7 +131,7 @@ struct CrashSafetyTests {
         for _ in 0..<3 { _ = try runAndKill("writes", store: directory, random: &random) }
         let store = try Store(directory: directory)
         // Opening cleared every slot the killed processes held; none is left to clear.
-        #expect(try store.engine.environment.clearStaleReaders() == 0)
+        #expect(try store.eventLog.environment.clearStaleReaders() == 0)
         #expect(try store.verify().isSound)
     }
 }

@@ -1,7 +1,7 @@
 @testable import Chronicle
 import ChronicleTesting
 import Foundation
-import LMDB
+import ChronicleLMDB
 import Testing
 
 /// Several stores in temporary directories, deleted afterwards.
@@ -188,13 +188,13 @@ struct ReplicationTests {
             // An event stamped two hours ahead of b's clock.
             var future = try EventRange(decoding: Array(try a.exportRange(after: 0)))
             future.events[0].counter = 99
-            future.events[0].hlc = HLC(rawValue: (Engine.nowMilliseconds() + 2 * 3_600_000) << 16)
+            future.events[0].hlc = HLC(rawValue: (UnixMilliseconds.now() + 2 * 3_600_000) << 16)
             future.events[0].payload = Array("future".utf8)
-            let clockBefore = try b.engine.head().hlc
+            let clockBefore = try b.eventLog.head().hlc
             let receipt = try b.importRange(Data(future.encoded()))
             #expect(receipt.deferred == 1 && receipt.applied == 1)
             #expect(b[.small] == "now")  // kept out of the view
-            #expect(try b.engine.head().hlc == clockBefore)  // never moves the local clock
+            #expect(try b.eventLog.head().hlc == clockBefore)  // never moves the local clock
             #expect(try b.logEntries().count == 2)  // stored, so it relays
             #expect(try b.verify().isSound)
             // Relayed onward, still held back at the next replica.

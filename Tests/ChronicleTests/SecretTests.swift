@@ -1,6 +1,6 @@
 @testable import Chronicle
 import Foundation
-import LMDB
+import ChronicleLMDB
 import Logging
 import Synchronization
 import Testing
@@ -118,12 +118,12 @@ struct SecretTests {
     @Test func tamperedSealedRecordIsDetected() throws {
         try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
             try store.set("value", for: .apiToken)
-            let engine = try store.engine
+            let eventLog = try store.eventLog
             // Flip one ciphertext byte of the view entry.
-            try engine.environment.write { txn in
-                var bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
+            try eventLog.environment.write { txn in
+                var bytes = try #require(try txn.get(eventLog.dbs.secrets, key: Array("auth.token".utf8)))
                 bytes[bytes.count - 20] ^= 0x01
-                try txn.put(engine.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
+                try txn.put(eventLog.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
             }
             #expect {
                 try store.value(for: .apiToken)
@@ -142,10 +142,10 @@ struct SecretTests {
             try store.set("admin-token", for: .apiToken)
             let other = SecretKey<String?>("guest.token")
             try store.set("guest-token", for: other)
-            let engine = try store.engine
-            try engine.environment.write { txn in
-                let bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
-                try txn.put(engine.dbs.secrets, key: Array("guest.token".utf8), value: bytes)
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                let bytes = try #require(try txn.get(eventLog.dbs.secrets, key: Array("auth.token".utf8)))
+                try txn.put(eventLog.dbs.secrets, key: Array("guest.token".utf8), value: bytes)
             }
             #expect(throws: ChronicleError.self) { try store.value(for: other) }
             #expect(store[.apiToken] == "admin-token")
@@ -156,17 +156,17 @@ struct SecretTests {
         try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
             try store.set("value", for: .apiToken)
             try store.set(.dark, for: .theme)
-            let engine = try store.engine
-            #expect(try engine.head().chainKeyID != nil)  // created with a key source: the chain is keyed
+            let eventLog = try store.eventLog
+            #expect(try eventLog.head().chainKeyID != nil)  // created with a key source: the chain is keyed
             // Re-date the event and recompute an unkeyed chain hash: verify must still fail.
-            try engine.environment.write { txn in
-                let bytes = try #require(try txn.get(engine.dbs.events, key: UInt64(1).bigEndianBytes))
+            try eventLog.environment.write { txn in
+                let bytes = try #require(try txn.get(eventLog.dbs.events, key: UInt64(1).bigEndianBytes))
                 let record = try LogRecord(decoding: bytes, sequence: 1)
                 var event = try record.event(sequence: 1)
                 event.hlc = HLC(rawValue: event.hlc.rawValue + (1 << 30))
                 let body = event.encoded()
                 let hash = LogRecord.chainHash(previous: LogHead.empty.chain, sequence: 1, kind: .event, body: body, key: nil)
-                try txn.put(engine.dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
+                try txn.put(eventLog.dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
             }
             let report = try store.verify()
             #expect(report.firstBadSequence == 1)
@@ -242,7 +242,7 @@ struct SecretTests {
                 #expect(try second.importKeys(bundle) == 1)
                 #expect(try second.importKeys(bundle) == 0)  // idempotent
                 // The second replica can now open the first one's sealed entry.
-                let entry = try #require(try first.engine.entry(.secrets, "auth.token"))
+                let entry = try #require(try first.eventLog.entry(.secrets, "auth.token"))
                 let plaintext = try second.openPayload(entry, key: Keys.apiToken)
                 #expect(String(decoding: plaintext, as: UTF8.self) == "shared")
             }
@@ -280,11 +280,11 @@ struct SecretTests {
             #expect(!String(describing: revision).contains(marker))
             #expect(!Keys.apiToken.description.contains(marker))
             // Make the secret unreadable, read it through the logging API, and check what was logged.
-            let engine = try store.engine
-            try engine.environment.write { txn in
-                var bytes = try #require(try txn.get(engine.dbs.secrets, key: Array("auth.token".utf8)))
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                var bytes = try #require(try txn.get(eventLog.dbs.secrets, key: Array("auth.token".utf8)))
                 bytes[bytes.count - 1] ^= 0xFF
-                try txn.put(engine.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
+                try txn.put(eventLog.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
             }
             #expect(store[.apiToken] == nil)
             do {

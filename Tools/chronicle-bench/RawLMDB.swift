@@ -1,4 +1,4 @@
-import CLMDB
+import CChronicleLMDB
 import Foundation
 
 /// Raw LMDB through its C API: the physical limit the store is compared with.

@@ -1,0 +1,69 @@
+import ChronicleSodium
+import Foundation
+import Synchronization
+
+extension Keyring {
+    // MARK: - Key files
+
+    /// The default key file: `$XDG_CONFIG_HOME/chronicle/default.key`, else `~/.config/chronicle/default.key`.
+    static func defaultKeyFileURL() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base: URL
+        if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty {
+            base = URL(fileURLWithPath: config, isDirectory: true)
+        } else {
+            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config", isDirectory: true)
+        }
+        return base.appendingPathComponent("chronicle/default.key")
+    }
+
+    /// A KEK from key material of any length ≥ 32 bytes (BLAKE2b with a domain label).
+    static func derivedKEK(from material: [UInt8], kind: KeyEncryptionKind) throws -> SecureBytes {
+        var digest = GenericHash.hash([Array("chronicle.kek.v1".utf8), [kind.rawValue], material], length: 32)
+        defer { Sodium.wipe(&digest) }
+        return try SecureBytes(digest)
+    }
+
+    /// Reads a key file (at least 32 bytes), creating a random 0600 one when asked and missing.
+    static func readKeyFile(_ url: URL, createIfMissing: Bool = false) throws -> SecureBytes {
+        let manager = FileManager.default
+        if createIfMissing, !manager.fileExists(atPath: url.path) {
+            try createKeyFile(url)
+        }
+        guard var bytes = manager.contents(atPath: url.path).map(Array.init) else {
+            throw ChronicleError.keyUnavailable(reason: "cannot read the key file \(url.path)")
+        }
+        defer { Sodium.wipe(&bytes) }
+        guard bytes.count >= 32 else {
+            throw ChronicleError.invalidArgument("the key file \(url.path) holds \(bytes.count) bytes; it needs at least 32 random bytes")
+        }
+        return try derivedKEK(from: bytes, kind: .keyFile)
+    }
+
+    /// Creates a key file of 32 random bytes with mode 0600 in a 0700 directory, atomically.
+    static func createKeyFile(_ url: URL) throws {
+        let manager = FileManager.default
+        let directory = url.deletingLastPathComponent()
+        do {
+            try manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            var random = Sodium.randomBytes(32)
+            defer { Sodium.wipe(&random) }
+            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
+            guard manager.createFile(atPath: temporary.path, contents: Data(random), attributes: [.posixPermissions: 0o600]) else {
+                throw ChronicleError.io(path: temporary.path, reason: "cannot create the key file")
+            }
+            // A hard link publishes the complete file atomically and never replaces one another process made first.
+            do { try manager.linkItem(atPath: temporary.path, toPath: url.path) } catch {
+                guard manager.fileExists(atPath: url.path) else {
+                    try? manager.removeItem(at: temporary)
+                    throw ChronicleError.io(path: url.path, reason: "cannot create the key file: \(error.localizedDescription)")
+                }
+            }
+            try? manager.removeItem(at: temporary)
+        } catch let error as ChronicleError {
+            throw error
+        } catch {
+            throw ChronicleError.io(path: url.path, reason: error.localizedDescription)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import ChronicleSodium
+import Synchronization
+
+/// The data keys of a store, unwrapped with the key-encryption key (KEK) that
+/// the store's ``KeySource`` gives.
+///
+/// Wrapped keys live in `meta` (`dk/<id>`, with `dk.active` naming the key new
+/// events are sealed with). Unwrapped keys live in `sodium_malloc`ed memory
+/// and are zeroed when the keyring goes away.
+final class Keyring: EventSealer {
+    /// Where key-encryption keys come from.
+    enum Source: Sendable {
+        /// A passphrase (kept in secure memory), and the Argon2id limits for keys wrapped from now on.
+        case passphrase(SecureBytes, limits: PasswordHash.Limits)
+        /// Key material from a key file or a provider.
+        case material(SecureBytes, kind: KeyEncryptionKind)
+        /// The default key file, loaded (and created) on first use.
+        case defaultKeyFile(URL)
+
+        /// The source for a configured ``KeySource``; key material is copied into secure memory and wiped.
+        init(_ keySource: KeySource, cost: KeyDerivationCost) throws {
+            switch keySource {
+            case let .passphrase(passphrase):
+                guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
+                var bytes = Array(passphrase.utf8)
+                defer { Sodium.wipe(&bytes) }
+                self = .passphrase(try SecureBytes(bytes), limits: cost.limits)
+            case let .keyFile(url):
+                self = .material(try Keyring.readKeyFile(url), kind: .keyFile)
+            case let .provider(provider):
+                var bytes = try provider.keyEncryptionKey()
+                defer { Sodium.wipe(&bytes) }
+                guard bytes.count >= 32 else { throw ChronicleError.invalidArgument("a key provider must return at least 32 bytes") }
+                self = .material(try Keyring.derivedKEK(from: bytes, kind: .provider), kind: .provider)
+            }
+        }
+    }
+
+    struct State: ~Copyable {
+        var source: Source
+        /// KEKs by `salt ‖ limits` (passphrase) or by kind (material).
+        var keks: [[UInt8]: SecureBytes] = [:]
+        var dataKeys: [KeyID: SecureBytes] = [:]
+        /// Key records this key source cannot open (a mistyped passphrase on a new device).
+        var unopenable: Set<KeyID> = []
+    }
+
+    let state: Mutex<State>
+    let eventLog: EventLog
+
+    private init(eventLog: EventLog, source: Source) {
+        self.eventLog = eventLog
+        self.state = Mutex(State(source: source))
+    }
+
+    // MARK: - Opening
+
+    /// Opens the keyring of `eventLog` with the configured key source.
+    ///
+    /// With an explicit key source, a store without a data key gets one now,
+    /// and an existing one must unwrap (else `.wrongKey`, before anything is
+    /// written). Without one, the default key file is used and created lazily.
+    static func open(eventLog: EventLog, configuration: Store.Configuration) -> Result<Keyring, ChronicleError> {
+        do {
+            let source = try configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
+                ?? .defaultKeyFile(defaultKeyFileURL())
+            let keyring = Keyring(eventLog: eventLog, source: source)
+            try keyring.prepare(create: configuration.keySource != nil)
+            return .success(keyring)
+        } catch {
+            return .failure(ChronicleError.wrap(error))
+        }
+    }
+
+    /// Checks that the active key unwraps (or creates the first key) and installs the chain key.
+    private func prepare(create: Bool) throws {
+        let (active, chainKeyID) = try eventLog.readKeyRecords { txn in
+            (try eventLog.activeKeyID(txn), try eventLog.chainKeyID(txn))
+        }
+        if let active {
+            _ = try dataKey(active)
+        } else if create {
+            try eventLog.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
+        }
+        if let chainKeyID, let key = try? dataKey(chainKeyID) {
+            eventLog.chainKeys.install(id: chainKeyID, from: key)
+        }
+    }
+
+    // MARK: - Keys
+
+    /// The key that seals new events, created (and, on an empty log, made the chain key) when absent.
+    func activeKey(_ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> (KeyID, SecureBytes) {
+        try requireEveryKeyOpens(txn)
+        if let id = try eventLog.activeKeyID(txn) {
+            return (id, try dataKey(id, txn))
+        }
+        let (id, key) = try createKey(txn)
+        try eventLog.setActiveKeyID(id, txn)
+        _ = try eventLog.keyChainIfEmpty(with: id, dataKey: key, txn, &head)
+        return (id, key)
+    }
+
+    /// Refuses to seal while the store holds key records this key source cannot
+    /// open: a replica with a mistyped passphrase must not start a key (and a
+    /// history of secrets) of its own beside the group's.
+    private func requireEveryKeyOpens(_ txn: borrowing LogTransaction) throws {
+        let ids = try eventLog.wrappedKeyIDs(txn)
+        let (known, bad) = state.withLock { state in (Set(state.dataKeys.keys), state.unopenable) }
+        for id in ids where !known.contains(id) {
+            if bad.contains(id) { throw ChronicleError.wrongKey }
+            do {
+                _ = try dataKey(id, txn)
+            } catch ChronicleError.wrongKey {
+                state.withLock { _ = $0.unopenable.insert(id) }
+                throw ChronicleError.wrongKey
+            }
+        }
+    }
+
+    /// Creates and stores a new wrapped data key (not yet active).
+    func createKey(_ txn: borrowing LogTransaction) throws -> (KeyID, SecureBytes) {
+        let id = KeyID.random()
+        let key = try SecureBytes(randomCount: AEAD.keyBytes)
+        try eventLog.putWrappedKey(try wrapForStorage(key, id: id, txn), txn)
+        state.withLock { $0.dataKeys[id] = key }
+        return (id, key)
+    }
+
+    /// Wraps a data key with this replica's KEK (reusing the active key's salt, so no new Argon2 run).
+    private func wrapForStorage(_ key: SecureBytes, id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey {
+        var reuse: (salt: [UInt8], limits: PasswordHash.Limits)?
+        if let active = try eventLog.activeKeyID(txn), let record = try? eventLog.wrappedKey(active, txn), record.kind == .passphrase {
+            reuse = (record.salt, record.limits)
+        }
+        let wrapping = try wrappingKey(for: sourceValue, reusing: reuse)
+        return try WrappedKey.wrap(
+            key, id: id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
+            created: UnixMilliseconds.now(), kek: wrapping.kek)
+    }
+
+    /// The key-encryption key `source` wraps data keys with, and the parameters stored beside them.
+    /// A passphrase reuses `reusing` (salt and cost) when given, so no new Argon2id run is needed.
+    func wrappingKey(
+        for source: Source, reusing: (salt: [UInt8], limits: PasswordHash.Limits)?
+    ) throws -> (kind: KeyEncryptionKind, salt: [UInt8], limits: PasswordHash.Limits, kek: SecureBytes) {
+        let noLimits = PasswordHash.Limits(opsLimit: 0, memLimit: 0)
+        switch source {
+        case let .passphrase(passphrase, configured):
+            let salt = reusing?.salt ?? Sodium.randomBytes(PasswordHash.saltBytes)
+            let limits = reusing?.limits ?? configured
+            return (.passphrase, salt, limits, try passphraseKEK(passphrase, salt: salt, limits: limits))
+        case let .material(kek, kind):
+            return (kind, zeroSalt, noLimits, kek)
+        case let .defaultKeyFile(url):
+            return (.keyFile, zeroSalt, noLimits, try Self.readKeyFile(url, createIfMissing: true))
+        }
+    }
+
+    /// The data key with `id`, unwrapping it from `meta` on first use.
+    func dataKey(_ id: KeyID) throws -> SecureBytes {
+        if let key = state.withLock({ $0.dataKeys[id] }) { return key }
+        return try eventLog.readKeyRecords { txn in try dataKey(id, txn) }
+    }
+
+    func dataKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> SecureBytes {
+        if let key = state.withLock({ $0.dataKeys[id] }) { return key }
+        guard let record = try eventLog.wrappedKey(id, txn) else {
+            throw ChronicleError.keyUnavailable(reason: "data key \(id) is not on this replica (import the group's keys)")
+        }
+        let key = try unwrap(record)
+        state.withLock { $0.dataKeys[id] = key }
+        return key
+    }
+
+    func unwrap(_ record: WrappedKey) throws -> SecureBytes {
+        let kek = try kek(for: record)
+        do { return try record.unwrap(with: kek) } catch { throw ChronicleError.wrongKey }
+    }
+
+    // MARK: - KEKs
+
+    var sourceValue: Source { state.withLock { $0.source } }
+
+    var zeroSalt: [UInt8] { [UInt8](repeating: 0, count: PasswordHash.saltBytes) }
+
+    func kek(for record: WrappedKey) throws -> SecureBytes {
+        switch (sourceValue, record.kind) {
+        case let (.passphrase(passphrase, _), .passphrase):
+            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits)
+        case let (.material(kek, kind), recordKind) where kind == recordKind:
+            return kek
+        case let (.defaultKeyFile(url), .keyFile):
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw ChronicleError.keyUnavailable(reason: "the key file \(url.path) is missing; restore it or open the store with its key source")
+            }
+            return try Self.readKeyFile(url)
+        default:
+            throw ChronicleError.wrongKey
+        }
+    }
+
+    /// Argon2id of `passphrase` with a record's salt and cost, cached per salt and cost
+    /// (salts are random, so two passphrases never share an entry; a change clears the cache).
+    func passphraseKEK(_ passphrase: SecureBytes, salt: [UInt8], limits: PasswordHash.Limits) throws -> SecureBytes {
+        let cacheKey = salt + limits.opsLimit.bigEndianBytes + limits.memLimit.bigEndianBytes
+        if let kek = state.withLock({ $0.keks[cacheKey] }) { return kek }
+        var bytes = passphrase.copyBytes()
+        defer { Sodium.wipe(&bytes) }
+        let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
+        state.withLock { $0.keks[cacheKey] = kek }
+        return kek
+    }
+
+}
+
+extension Keyring {
+    /// The wrapped keys as they travel: passphrase-wrapped keys re-wrapped with
+    /// a fresh salt and at least the moderate Argon2id cost.
+    func exportForTravel() throws -> [WrappedKey] {
+        let records = try wrappedKeys()
+        guard case let .passphrase(passphrase, limits) = state.withLock({ $0.source }) else { return records }
+        let moderate = PasswordHash.Limits.moderate
+        let travel = PasswordHash.Limits(opsLimit: max(limits.opsLimit, moderate.opsLimit), memLimit: max(limits.memLimit, moderate.memLimit))
+        let wrapping = try wrappingKey(for: .passphrase(passphrase, limits: travel), reusing: nil)
+        return try records.map { record in
+            try WrappedKey.wrap(
+                try dataKey(record.id), id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
+                created: record.created, kek: wrapping.kek)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// A typed key for a plain value, read from the defaults view.
+///
+/// ```swift
+/// extension Keys {
+///     static let theme = Key<Theme>("settings.theme", default: .system)
+///     static let draft = Key<String?>("editor.draft", sync: .manual)   // defaults to nil
+/// }
+/// ```
+public final class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
+    /// The value read when the key has never been set or was removed.
+    public let defaultValue: Value
+
+    /// Declares a key.
+    /// - Parameters:
+    ///   - name: The key's name in the store (1 to 255 UTF-8 bytes; checked on first use).
+    ///   - defaultValue: The value read while the key has no value. Reading it writes nothing.
+    ///   - sync: Which devices the key's changes travel to. Default: ``SyncPolicy/automaticSmall``.
+    ///   - formerNames: Names the key had before a rename; their values are read until the key is set.
+    public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .automaticSmall, formerNames: [String] = []) {
+        self.defaultValue = defaultValue
+        super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)
+    }
+
+    /// Declares a key whose value is optional; it reads `nil` until set.
+    public init<Wrapped>(_ name: String, sync: SyncPolicy = .automaticSmall, formerNames: [String] = [])
+    where Value == Wrapped? {
+        self.defaultValue = nil
+        super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)
+    }
+}

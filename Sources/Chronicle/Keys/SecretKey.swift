@@ -1,0 +1,33 @@
+/// A typed key for a secret, sealed with the store's data key and read from the secrets view.
+///
+/// Secrets never sync unless asked (`sync:` defaults to ``SyncPolicy/never``),
+/// never appear in plaintext on disk, in logs, in errors or in a `description`.
+///
+/// ```swift
+/// extension Keys {
+///     static let apiToken = SecretKey<String?>("auth.token")
+/// }
+/// try store.set("s3cr3t", for: .apiToken)
+/// ```
+public final class SecretKey<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
+    /// The value read when the secret has never been set or was removed.
+    public let defaultValue: Value
+
+    /// Declares a secret key.
+    /// - Parameters:
+    ///   - name: The key's name (1 to 255 UTF-8 bytes). Names are not secret.
+    ///   - defaultValue: The value read while the secret has no value.
+    ///   - sync: Which devices the sealed secret travels to. Default: ``SyncPolicy/never``.
+    ///   - formerNames: Names the key had before a rename.
+    public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .never, formerNames: [String] = []) {
+        self.defaultValue = defaultValue
+        super.init(name: name, domain: .secrets, sync: sync, formerNames: formerNames)
+    }
+
+    /// Declares a secret key whose value is optional; it reads `nil` until set.
+    public init<Wrapped>(_ name: String, sync: SyncPolicy = .never, formerNames: [String] = [])
+    where Value == Wrapped? {
+        self.defaultValue = nil
+        super.init(name: name, domain: .secrets, sync: sync, formerNames: formerNames)
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+
+/// Optional values: `nil` is a remove, `.some` encodes the wrapped value.
+protocol OptionalCodable {
+    /// The wrapped value, or `nil`.
+    var wrappedAny: Any? { get }
+    /// Decodes the wrapped type and returns it wrapped in `.some`.
+    static func decodeWrapped(_ encoding: ValueEncoding, _ payload: [UInt8]) throws -> Any
+}
+
+extension Optional: OptionalCodable where Wrapped: Codable {
+    var wrappedAny: Any? { self.map { $0 as Any } }
+
+    static func decodeWrapped(_ encoding: ValueEncoding, _ payload: [UInt8]) throws -> Any {
+        let wrapped: Wrapped = try ValueCoder.decodeValue(Wrapped.self, encoding: encoding, payload: payload)
+        return Optional.some(wrapped) as Any
+    }
+}
+
+/// Encodes and decodes values: binary fast path for primitives, JSON for the rest.
+enum ValueCoder {
+    /// Whether `value` is an optional holding `nil` (which writes a remove).
+    static func isNil<V>(_ value: V) -> Bool {
+        if let optional = value as? any OptionalCodable { return optional.wrappedAny == nil }
+        return false
+    }
+
+    /// Encodes a non-nil value.
+    static func encode<V: Encodable>(_ value: V, key: String) throws(ChronicleError) -> (ValueEncoding, [UInt8]) {
+        var subject: Any = value
+        if let optional = value as? any OptionalCodable {
+            guard let wrapped = optional.wrappedAny else {
+                throw .encodingFailed(key: key, reason: "nil has no encoding; it is written as a remove")
+            }
+            subject = wrapped
+        }
+        if let primitive = encodePrimitive(subject) { return primitive }
+        guard let encodable = subject as? any Encodable else {
+            throw .encodingFailed(key: key, reason: "\(type(of: subject)) is not Encodable")
+        }
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return (.json, Array(try encoder.encode(encodable)))
+        } catch {
+            throw .encodingFailed(key: key, reason: String(describing: error))
+        }
+    }
+
+    /// Decodes a payload as `V`, naming `key` in the error.
+    static func decode<V: Decodable>(_ type: V.Type, encoding rawEncoding: UInt8, payload: [UInt8], key: String) throws(ChronicleError) -> V {
+        guard let encoding = ValueEncoding(rawValue: rawEncoding) else {
+            throw .decodingFailed(key: key, reason: "unknown value encoding \(rawEncoding) (written by a newer Chronicle?)")
+        }
+        do {
+            return try decodeValue(V.self, encoding: encoding, payload: payload)
+        } catch let error as ChronicleError {
+            throw error
+        } catch {
+            throw .decodingFailed(key: key, reason: String(describing: error))
+        }
+    }
+
+    static func decodeValue<V: Decodable>(_ type: V.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> V {
+        if encoding == .json {
+            return try JSONDecoder().decode(V.self, from: Data(payload))
+        }
+        let decoded: Any
+        if let optional = V.self as? any OptionalCodable.Type {
+            decoded = try optional.decodeWrapped(encoding, payload)
+        } else {
+            decoded = try decodePrimitive(V.self, encoding: encoding, payload: payload)
+        }
+        guard let value = decoded as? V else {
+            throw DecodeFailure(description: "decoded \(Swift.type(of: decoded)), expected \(V.self)")
+        }
+        return value
+    }
+
+    // MARK: - Primitives
+
+    static func encodePrimitive(_ value: Any) -> (ValueEncoding, [UInt8])? {
+        switch value {
+        case let v as Bool: return (.bool, [v ? 1 : 0])
+        case let v as Int: return (.int, Int64(v).bigEndianBytes)
+        case let v as Int64: return (.int, v.bigEndianBytes)
+        case let v as Int32: return (.int, Int64(v).bigEndianBytes)
+        case let v as Int16: return (.int, Int64(v).bigEndianBytes)
+        case let v as Int8: return (.int, Int64(v).bigEndianBytes)
+        case let v as UInt: return (.uint, UInt64(v).bigEndianBytes)
+        case let v as UInt64: return (.uint, v.bigEndianBytes)
+        case let v as UInt32: return (.uint, UInt64(v).bigEndianBytes)
+        case let v as UInt16: return (.uint, UInt64(v).bigEndianBytes)
+        case let v as UInt8: return (.uint, UInt64(v).bigEndianBytes)
+        case let v as Double: return (.double, v.bitPattern.bigEndianBytes)
+        case let v as Float: return (.float, v.bitPattern.bigEndianBytes)
+        case let v as String: return (.string, Array(v.utf8))
+        case let v as Data: return (.data, Array(v))
+        case let v as Date: return (.date, v.timeIntervalSinceReferenceDate.bitPattern.bigEndianBytes)
+        case let v as URL: return (.url, Array(v.absoluteString.utf8))
+        case let v as any RawRepresentable: return encodePrimitive(v.rawValue)
+        default: return nil
+        }
+    }
+
+    static func decodePrimitive(_ type: Any.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> Any {
+        func int() throws -> Int64 {
+            guard encoding == .int, let v = Int64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
+            return v
+        }
+        func uint() throws -> UInt64 {
+            guard encoding == .uint, let v = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
+            return v
+        }
+        func narrow<T: FixedWidthInteger>(_ value: some BinaryInteger, to _: T.Type) throws -> T {
+            guard let narrowed = T(exactly: value) else {
+                throw DecodeFailure(description: "stored integer \(value) is out of range for \(T.self)")
+            }
+            return narrowed
+        }
+        switch type {
+        case is Bool.Type:
+            guard encoding == .bool, payload.count == 1, payload[0] <= 1 else { throw mismatch(type, encoding) }
+            return payload[0] == 1
+        case is Int.Type: return try narrow(int(), to: Int.self)
+        case is Int64.Type: return try int()
+        case is Int32.Type: return try narrow(int(), to: Int32.self)
+        case is Int16.Type: return try narrow(int(), to: Int16.self)
+        case is Int8.Type: return try narrow(int(), to: Int8.self)
+        case is UInt.Type: return try narrow(uint(), to: UInt.self)
+        case is UInt64.Type: return try uint()
+        case is UInt32.Type: return try narrow(uint(), to: UInt32.self)
+        case is UInt16.Type: return try narrow(uint(), to: UInt16.self)
+        case is UInt8.Type: return try narrow(uint(), to: UInt8.self)
+        case is Double.Type:
+            guard encoding == .double, let bits = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
+            return Double(bitPattern: bits)
+        case is Float.Type:
+            guard encoding == .float, let bits = UInt32(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
+            return Float(bitPattern: bits)
+        case is String.Type:
+            guard encoding == .string, let v = String(validating: payload, as: UTF8.self) else { throw mismatch(type, encoding) }
+            return v
+        case is Data.Type:
+            guard encoding == .data else { throw mismatch(type, encoding) }
+            return Data(payload)
+        case is Date.Type:
+            guard encoding == .date, let bits = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
+            return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
+        case is URL.Type:
+            guard encoding == .url, let text = String(validating: payload, as: UTF8.self), let url = URL(string: text) else {
+                throw mismatch(type, encoding)
+            }
+            return url
+        case let raw as any RawRepresentable.Type:
+            return try decodeRaw(raw, encoding: encoding, payload: payload)
+        default:
+            throw mismatch(type, encoding)
+        }
+    }
+
+    private static func decodeRaw<R: RawRepresentable>(_ type: R.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> Any {
+        let raw = try decodePrimitive(R.RawValue.self, encoding: encoding, payload: payload)
+        guard let rawValue = raw as? R.RawValue, let value = R(rawValue: rawValue) else {
+            throw DecodeFailure(description: "\(raw) is not a raw value of \(R.self)")
+        }
+        return value
+    }
+
+    private static func mismatch(_ type: Any.Type, _ encoding: ValueEncoding) -> DecodeFailure {
+        DecodeFailure(description: "a stored \(encoding) payload cannot be read as \(type)")
+    }
+
+    // MARK: - Display
+
+    /// A JSON rendering of a payload whose type is unknown (for tools and logs of plain values).
+    static func jsonText(encoding rawEncoding: UInt8, payload: [UInt8]) -> String {
+        guard let encoding = ValueEncoding(rawValue: rawEncoding) else { return "\"<\(payload.count) bytes, encoding \(rawEncoding)>\"" }
+        func quoted(_ text: String) -> String {
+            let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
+            return String(decoding: data, as: UTF8.self)
+        }
+        switch encoding {
+        case .json: return String(decoding: payload, as: UTF8.self)
+        case .bool: return payload.first == 1 ? "true" : "false"
+        case .int: return Int64(bigEndianBytes: payload).map(String.init) ?? "null"
+        case .uint: return UInt64(bigEndianBytes: payload).map(String.init) ?? "null"
+        case .double: return UInt64(bigEndianBytes: payload).map { String(Double(bitPattern: $0)) } ?? "null"
+        case .float: return UInt32(bigEndianBytes: payload).map { String(Float(bitPattern: $0)) } ?? "null"
+        case .string, .url: return quoted(String(decoding: payload, as: UTF8.self))
+        case .data: return quoted(Data(payload).base64EncodedString())
+        case .date:
+            guard let bits = UInt64(bigEndianBytes: payload) else { return "null" }
+            return quoted(ISO8601DateFormatter().string(from: Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import ChronicleLMDB
+import Foundation
+
+/// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
+extension EventLog {
+    /// Every current entry of a view, in key order.
+    func viewEntries(_ domain: Domain) throws -> [(name: String, entry: ViewEntry)] {
+        try environment.read { txn in try viewEntries(domain, txn) }
+    }
+
+    private func viewEntries(_ domain: Domain, _ txn: borrowing Transaction) throws -> [(name: String, entry: ViewEntry)] {
+        var entries: [(name: String, entry: ViewEntry)] = []
+        try txn.scan(dbs.view(domain)) { key, value in
+            let name = String(decoding: key, as: UTF8.self)
+            entries.append((name, try ViewEntry.decoding(value, key: name)))
+            return true
+        }
+        return entries
+    }
+
+    /// The log's events with sequence in `range`, oldest first, checking the hash chain from the start.
+    func events(in range: ClosedRange<UInt64>) throws -> [CommittedEvent] {
+        try environment.read { txn in
+            var events: [CommittedEvent] = []
+            _ = try replayLog(txn, upTo: range.upperBound) { sequence, event in
+                if range.contains(sequence) { events.append(CommittedEvent(sequence: sequence, event: event)) }
+            }
+            return events
+        }
+    }
+
+    /// Every key with a current entry, by domain and name, with its number of revisions.
+    func catalog() throws -> [KeyInfo] {
+        try environment.read { txn in
+            var infos: [KeyInfo] = []
+            for domain in Domain.allCases {
+                for (name, entry) in try viewEntries(domain, txn) {
+                    let prefix = HistoryKey.prefix(domain: domain, name: name)
+                    var revisions = 0
+                    try txn.scan(dbs.history, from: prefix) { key, _ in
+                        guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+                        revisions += 1
+                        return true
+                    }
+                    infos.append(
+                        KeyInfo(
+                            name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,
+                            lastWriter: entry.origin, lastChanged: entry.hlc, isSealed: entry.sealed, isRemoved: entry.op == .remove))
+                }
+            }
+            return infos
+        }
+    }
+
+    /// Sizes and counts of every database, from one snapshot.
+    func statistics() throws -> StoreStatistics {
+        let fileBytes = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? NSNumber)??.intValue ?? 0
+        return try environment.read { txn in
+            return StoreStatistics(
+                replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
+                records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
+                dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
+                dataKeys: try wrappedKeyIDs(txn).count, usedBytes: environment.usedBytes, fileBytes: fileBytes,
+                mapSize: environment.mapSize)
+        }
+    }
+
+    /// Copies every wrapped data key this log holds into `target` (those it lacks).
+    func copyKeyRecords(to target: EventLog) throws {
+        let records = try readKeyRecords { txn in try wrappedKeys(txn) }
+        _ = try target.writeKeyRecords { txn, _ in try target.addWrappedKeys(records, txn) }
+    }
+
+    /// Shrinks the data file at `path` to the pages in use (`mdb_env_copy2`, then
+    /// an atomic rename), keeping the store's identity. No process may have it open.
+    static func reclaimSpace(path: String) throws {
+        try Environment.compactFile(at: path)
+        // The new file has a new inode; record it so the store keeps its identity (it is not a copy).
+        let environment = try Environment(path: path, options: .init())
+        let dbs = try Databases(environment: environment)
+        try environment.write { txn in
+            try txn.put(dbs.meta, key: MetaKey.home, value: EventLog.fileIdentity(directory: path))
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ChronicleLMDB
+import ChronicleSodium
+
+/// The transaction the log layer lends to the code above it (sealing and key
+/// records) for the length of one operation. Only the log layer reads or
+/// writes through it; callers hand it back to the named operations below.
+typealias LogTransaction = Transaction
+
+/// What the log layer asks of the crypto code while it appends an event: seal
+/// its payload in place, inside the write transaction (so a new data key and
+/// the event that first uses it commit together).
+protocol EventSealer: Sendable {
+    func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+}
+
+// MARK: - Key records
+
+/// The data-key records of `meta` (`dk/<id>`, `dk.active`, `chain.key`), as
+/// named operations: the keyring never sees the schema.
+extension EventLog {
+    /// Runs `body` in a read transaction.
+    func readKeyRecords<R>(_ body: (borrowing LogTransaction) throws -> R) throws -> R {
+        try environment.read { txn in try body(txn) }
+    }
+
+    /// Runs `body` in a write transaction with the log head, which is written back when `body` returns.
+    func writeKeyRecords<R>(_ body: (borrowing LogTransaction, inout LogHead) throws -> R) throws -> R {
+        try environment.write { txn in
+            var head = try LogHead.read(txn, dbs)
+            let result = try body(txn, &head)
+            try head.write(txn, dbs)
+            return result
+        }
+    }
+
+    /// The id of the key that seals new events, if any.
+    func activeKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+        try txn.get(dbs.meta, key: MetaKey.activeKey).map { KeyID(bytes: $0) }
+    }
+
+    func setActiveKeyID(_ id: KeyID, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.activeKey, value: id.bytes)
+    }
+
+    /// The id of the data key whose chain subkey keys the hash chain (`nil`: an unkeyed chain).
+    func chainKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+        try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
+    }
+
+    /// Keys the hash chain with data key `id` when the log is still empty; returns whether it did.
+    func keyChainIfEmpty(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
+        guard head.sequence == 0 && head.chainKeyID == nil else { return false }
+        try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
+        head.chainKeyID = id
+        chainKeys.install(id: id, from: dataKey)
+        return true
+    }
+
+    /// The wrapped data key `id`, or `nil` when this replica does not hold it.
+    func wrappedKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+        guard let bytes = try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) else { return nil }
+        do { return try WrappedKey(decoding: bytes) } catch {
+            throw ChronicleError.corruptKeyRecord(id: id.description, reason: error.description)
+        }
+    }
+
+    /// The ids of every wrapped data key, in key order.
+    func wrappedKeyIDs(_ txn: borrowing LogTransaction) throws -> [KeyID] {
+        var ids: [KeyID] = []
+        try txn.scan(dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
+            guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
+            ids.append(KeyID(bytes: Array(key.dropFirst(MetaKey.wrappedKeyPrefix.count))))
+            return true
+        }
+        return ids
+    }
+
+    /// Every wrapped data key (never a plaintext key).
+    func wrappedKeys(_ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+        try wrappedKeyIDs(txn).compactMap { id in try wrappedKey(id, txn) }
+    }
+
+    /// Stores a wrapped data key (replacing a record with the same id).
+    func putWrappedKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: record.encoded())
+    }
+
+    /// Stores each wrapped key this log does not hold yet; returns how many were new.
+    @discardableResult
+    func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
+        var added = 0
+        for record in records where try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) == nil {
+            try putWrappedKey(record, txn)
+            added += 1
+        }
+        return added
+    }
+}

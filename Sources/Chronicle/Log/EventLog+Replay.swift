@@ -1,0 +1,154 @@
+import ChronicleLMDB
+import ChronicleSodium
+
+extension EventLog {
+    /// Visits every log record in order, checking the hash chain and decoding
+    /// each event. Throws at the first bad record, naming its sequence.
+    func replayLog(_ txn: borrowing Transaction, upTo limit: UInt64 = .max, _ visit: (UInt64, Event) throws -> Void) throws -> Int {
+        var previous = LogHead.empty.chain
+        let hashKey = try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID)
+        var expected: UInt64 = 1
+        var count = 0
+        try txn.scanInPlace(dbs.events) { key, value in
+            guard key.count == 8 else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
+            }
+            let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+            guard sequence <= limit else { return false }
+            guard sequence == expected else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
+            }
+            // Split in place: kind ‖ body ‖ hash, reading the record straight from the map.
+            guard value.count > 1 + LogRecord.hashLength, let kind = RecordKind(rawValue: value[0]) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
+            }
+            let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
+            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
+            // Integrity of local data, not a secret: a plain comparison is enough.
+            guard hash.elementsEqual(value[(value.count - LogRecord.hashLength)...]) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
+            }
+            previous = hash
+            if kind == .anchor {
+                guard sequence == 1 else { throw ChronicleError.corruptRecord(sequence: sequence, reason: "an anchor record after the start of the log") }
+                do { _ = try Anchor(decoding: Array(body)) } catch {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
+                }
+            } else {
+                switch Event.parse(body) {
+                case let .success(event): try visit(sequence, event)
+                case let .failure(error): throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
+                }
+            }
+            expected += 1
+            count += 1
+            return true
+        }
+        return count
+    }
+
+    /// Drops the views and the history index and rebuilds them from the log, in one transaction.
+    /// Events stamped beyond the drift guard wait outside the views, as on import.
+    /// On any bad record nothing changes.
+    ///
+    /// The winners and index keys are gathered in memory during one pass over
+    /// the log, then written in key order with `MDB_APPEND`, so a replay costs
+    /// one sequential read of the log and sequential writes of the indexes.
+    func rebuildViews() throws {
+        let limit = UnixMilliseconds.now() + driftMilliseconds
+        try environment.write { txn in
+            // One dictionary lookup per event: the key's history (in ascending sequence order,
+            // as the log is read) and its current winner.
+            var keys: [[String: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
+            var waiting: [[UInt8]] = []
+            _ = try replayLog(txn) { sequence, event in
+                let held = event.hlc.milliseconds > limit
+                keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
+                if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
+            }
+            for database in [dbs.defaults, dbs.secrets, dbs.history, dbs.deferred] { try txn.clear(database) }
+            for domain in Domain.allCases {
+                let replayed = keys[Int(domain.rawValue)]
+                // History keys sort by (domain, name length, name, sequence); views by name bytes.
+                let prefixes = replayed.keys.map { (HistoryKey.prefix(domain: domain, name: $0), $0) }
+                    .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (prefix, name) in prefixes {
+                    for sequence in replayed[name]?.sequences ?? [] {
+                        try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
+                    }
+                }
+                let names = replayed.keys.map { (Array($0.utf8), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (key, name) in names {
+                    guard let winner = replayed[name]?.winner else { continue }
+                    try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
+                }
+            }
+            waiting.sort { $0.lexicographicallyPrecedes($1) }
+            for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
+        }
+        observers.publishReset()
+    }
+
+    /// Checks the log and the views without changing anything.
+    func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> VerificationReport {
+        try environment.read { txn in
+            let total = try LogHead.read(txn, dbs).sequence
+            var report = VerificationReport(records: 0, keys: 0)
+            var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
+            var waiting = Set<UInt64>()
+            try txn.scan(dbs.deferred) { key, _ in
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
+                return true
+            }
+            do {
+                report.records = try replayLog(txn) { sequence, event in
+                    if let progress, sequence % 4096 == 0 { progress(sequence, total) }
+                    if waiting.contains(sequence) { return }  // held back by the drift guard
+                    let entry = ViewEntry(event: event, sequence: sequence)
+                    if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
+                    winners[event.domain, default: [:]][event.key] = entry
+                }
+            } catch let error as ChronicleError {
+                report.firstProblem = error
+                if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }
+                return report
+            }
+            for domain in Domain.allCases {
+                var stored: [String: ViewEntry] = [:]
+                try txn.scan(dbs.view(domain)) { key, value in
+                    let name = String(decoding: key, as: UTF8.self)
+                    guard let entry = try? ViewEntry(decoding: value) else {
+                        report.firstProblem = .corruptViewEntry(key: name, reason: "the \(domain.name) view entry does not decode")
+                        return false
+                    }
+                    stored[name] = entry
+                    return true
+                }
+                if report.firstProblem != nil { return report }
+                let expected = winners[domain] ?? [:]
+                if stored != expected {
+                    let differing = Set(stored.keys).union(expected.keys).sorted().first { stored[$0] != expected[$0] } ?? "?"
+                    report.firstProblem = .corruptRecord(
+                        sequence: expected[differing]?.sequence ?? stored[differing]?.sequence ?? 0,
+                        reason: "the \(domain.name) view differs from a replay of the log at key \"\(differing)\"")
+                    return report
+                }
+                report.keys += stored.count
+            }
+            return report
+        }
+    }
+}
+
+/// What a replay gathers for one key.
+struct ReplayedKey {
+    var sequences: [UInt64] = []
+    var winner: ViewEntry?
+
+    mutating func apply(_ event: Event, sequence: UInt64, heldBack: Bool) {
+        sequences.append(sequence)
+        guard !heldBack else { return }
+        if let winner, !event.wins(over: winner.order) { return }
+        winner = ViewEntry(event: event, sequence: sequence)
+    }
+}

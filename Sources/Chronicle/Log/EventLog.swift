@@ -1,0 +1,266 @@
+import Foundation
+import ChronicleLMDB
+import Logging
+import ChronicleSodium
+import Synchronization
+
+/// The per-process, per-directory core of a store: one LMDB environment, its
+/// databases, and the single serialized writer. Every ``Store`` on the same
+/// directory in a process shares one `EventLog` (see ``EventLogRegistry``).
+final class EventLog: Sendable {
+    static let formatVersion: UInt32 = 1
+
+    let environment: Environment
+    let dbs: Databases
+    let path: String
+    /// This replica's id (shared by every process that opens the store).
+    let replica: ReplicaID
+    private let committer: Mutex<GroupCommitter<[PendingChange], [CommittedEvent]>?> = Mutex(nil)
+    private let flushTask = Mutex<Task<Void, Never>?>(nil)
+    let observers = ObserverHub()
+    let readCache = Mutex(ReadCache())
+    /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
+    let chainKeys = ChainKeys()
+    let poller = Mutex<Task<Void, Never>?>(nil)
+
+    /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
+    let driftMilliseconds: UInt64
+
+    init(directory: String, configuration: Store.Configuration) throws {
+        var options = EnvironmentOptions()
+        options.mapSize = configuration.initialMapSize
+        driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
+        let durability = configuration.durability
+        switch durability {
+        case .durable: options.syncMode = .durable
+        case .noMetaSync: options.syncMode = .noMetaSync
+        case .noSync: options.syncMode = .noSync
+        }
+        let environment = try Environment(path: directory, options: options)
+        self.environment = environment
+        self.path = directory
+        let dbs = try Databases(environment: environment)
+        self.dbs = dbs
+        replica = try environment.write { txn in try EventLog.prepareMeta(txn, dbs, directory: directory) }
+        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 {
+            let drift = driftMilliseconds
+            try environment.write { txn in try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: drift) }
+        }
+
+        let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
+            guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
+            return self.commitGroup(groups)
+        }
+        self.committer.withLock { $0 = committer }
+
+        if case let .noSync(interval) = durability {
+            let task = Task.detached { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self else { return }
+                    try? self.environment.flush()
+                }
+            }
+            flushTask.withLock { $0 = task }
+        }
+    }
+
+    deinit {
+        flushTask.withLock { $0?.cancel() }
+        poller.withLock { $0?.cancel() }
+        try? environment.flush()
+    }
+
+    /// Creates or checks the `meta` entries; returns the replica id.
+    ///
+    /// A store whose data file is not the one it was created in (a copied
+    /// directory or a restored backup) gets a new replica id and log epoch
+    /// before its first write, so two copies never mint the same dots.
+    private static func prepareMeta(_ txn: borrowing Transaction, _ dbs: Databases, directory: String) throws -> ReplicaID {
+        if let format = try txn.get(dbs.meta, key: MetaKey.format) {
+            let found = UInt32(bigEndianBytes: format) ?? UInt32.max
+            guard found <= formatVersion else { throw ChronicleError.incompatibleFormat(found: found, supported: formatVersion) }
+        } else {
+            try txn.put(dbs.meta, key: MetaKey.format, value: formatVersion.bigEndianBytes)
+        }
+        let home = Self.fileIdentity(directory: directory)
+        var replica = try txn.get(dbs.meta, key: MetaKey.replica).flatMap(ReplicaID.init(bytes:))
+        if let storedHome = try txn.get(dbs.meta, key: MetaKey.home), storedHome != home {
+            replica = nil  // a copy: renew identity and epoch
+        }
+        guard let replica else {
+            let fresh = ReplicaID.random()
+            try txn.put(dbs.meta, key: MetaKey.replica, value: fresh.bytes)
+            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)
+            try txn.put(dbs.meta, key: MetaKey.home, value: home)
+            // A new replica starts its own counters; the log's sequence and chain carry on.
+            try txn.put(dbs.meta, key: MetaKey.counter, value: UInt64(0).bigEndianBytes)
+            return fresh
+        }
+        return replica
+    }
+
+    /// The inode of the data file, which changes when the store is copied or restored.
+    static func fileIdentity(directory: String) -> [UInt8] {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb")
+        let inode = (attributes?[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
+        return inode.bigEndianBytes
+    }
+
+    // MARK: - Writing
+
+    /// Commits the changes as one transaction (grouped with concurrent callers).
+    /// Returns after the commit is durable (per the store's durability mode).
+    func commit(_ changes: [PendingChange]) throws -> [CommittedEvent] {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        do {
+            return try committer.submit(changes)
+        } catch let error as LMDBError where error == .noSpace || error == .ioError {
+            throw diskError(error)
+        }
+    }
+
+    /// Says plainly when a write failed because the disk is full (LMDB may report EIO or ENOSPC).
+    private func diskError(_ error: LMDBError) -> ChronicleError {
+        let free = (try? FileManager.default.attributesOfFileSystem(forPath: path)[.systemFreeSize] as? NSNumber)??.int64Value
+        if error == .noSpace || (free ?? .max) < 4 << 20 {
+            return .io(
+                path: path,
+                reason: "the disk holding the store is full (\(error.message)); nothing of this change was written — free space and retry")
+        }
+        return .wrap(error)
+    }
+
+    /// The id of the environment's last committed transaction (any process's): one read of the meta page.
+    var lastTransactionID: Int { environment.lastTransactionID }
+
+    private func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
+        let results: [Result<[CommittedEvent], any Error>]
+        do {
+            let committed = try environment.write { txn in
+                var head = try LogHead.read(txn, dbs)
+                try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+                var out: [[CommittedEvent]] = []
+                for changes in groups { out.append(try applyLocal(changes, txn, &head)) }
+                try head.write(txn, dbs)
+                return out
+            }
+            results = committed.map { .success($0) }
+        } catch where groups.count > 1 {
+            // One request failed: commit the others on their own, so no caller pays for another's error.
+            results = groups.map { changes in
+                Result {
+                    try environment.write { txn in
+                        var head = try LogHead.read(txn, dbs)
+                        let out = try applyLocal(changes, txn, &head)
+                        try head.write(txn, dbs)
+                        return out
+                    }
+                }
+            }
+        } catch {
+            results = [.failure(error)]
+        }
+        let events = results.flatMap { (try? $0.get()) ?? [] }
+        if !events.isEmpty { observers.publish(events) }
+        return results
+    }
+
+    private func applyLocal(_ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead) throws -> [CommittedEvent] {
+        var committed: [CommittedEvent] = []
+        committed.reserveCapacity(changes.count)
+        let now = UnixMilliseconds.now()
+        for change in changes {
+            head.counter += 1
+            head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
+            var event = Event(
+                origin: replica, counter: head.counter, hlc: head.hlc, domain: change.domain, op: change.op,
+                policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
+            if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
+            let sequence = try append(event, txn, &head)
+            committed.append(CommittedEvent(sequence: sequence, event: event))
+        }
+        return committed
+    }
+
+    /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
+    func append(_ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true) throws -> UInt64 {
+        head.sequence += 1
+        let sequence = head.sequence
+        let body = event.encoded()
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: try chainKeys.key(head.chainKeyID))
+        try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded(), flags: .append)
+        head.chain = hash
+        guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
+            throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
+        }
+        try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+        if indexView { try EventLog.indexView(event, sequence: sequence, txn, dbs) }
+        return sequence
+    }
+
+    /// Applies the event to its view when it wins over the current entry (last writer wins).
+    static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws {
+        let view = dbs.view(event.domain)
+        let key = Array(event.key.utf8)
+        var current: ConflictOrder?
+        var malformed = false
+        try txn.withValue(view, key: key) { bytes in
+            current = ViewEntry.order(of: bytes)
+            malformed = current == nil
+        }
+        if malformed {
+            throw ChronicleError.corruptViewEntry(key: event.key, reason: "its order fields do not decode")
+        }
+        if let current, !event.wins(over: current) { return }
+        try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+    }
+
+
+    // MARK: - Reading
+
+    /// The view entry of a key, or `nil` when the key was never written.
+    func entry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
+        try environment.read { txn in
+            guard let bytes = try txn.get(dbs.view(domain), key: Array(name.utf8)) else { return nil }
+            return try ViewEntry.decoding(bytes, key: name)
+        }
+    }
+
+    /// The view entry of a key and the id of the transaction it was read in.
+    func entryAndSnapshot(_ domain: Domain, _ name: String) throws -> (ViewEntry?, Int) {
+        try environment.read { txn in
+            let entry = try txn.get(dbs.view(domain), key: Array(name.utf8)).map { bytes throws(ChronicleError) in
+                try ViewEntry.decoding(bytes, key: name)
+            }
+            return (entry, txn.id)
+        }
+    }
+
+    /// Every event of a key, oldest first in the conflict order, with its local sequence.
+    func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
+        try environment.read { txn in
+            let prefix = HistoryKey.prefix(domain: domain, name: name)
+            var sequences: [UInt64] = []
+            try txn.scan(dbs.history, from: prefix) { key, _ in
+                guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { sequences.append(sequence) }
+                return true
+            }
+            let events = try sequences.map { sequence in
+                guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
+                }
+                return CommittedEvent(sequence: sequence, event: try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence))
+            }
+            // Oldest first in the conflict order (HLC, origin, counter): the same on every replica,
+            // whatever order the events arrived in.
+            return events.sorted { $0.event.order < $1.event.order }
+        }
+    }
+
+    /// The log head as last committed.
+    func head() throws -> LogHead {
+        try environment.read { txn in try LogHead.read(txn, dbs) }
+    }
+}

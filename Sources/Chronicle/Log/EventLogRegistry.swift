@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+/// One ``EventLog`` per store directory per process.
+///
+/// LMDB forbids opening one environment twice in a process (closing either
+/// handle drops the process's file locks), so every ``Store`` on a directory
+/// holds a lease on one shared eventLog; the eventLog closes when the last lease
+/// ends. Opening and closing run under one lock, so an old environment is
+/// always closed before a new one on the same file opens.
+enum EventLogRegistry {
+    private struct Entry {
+        let eventLog: EventLog
+        var leases: Int
+    }
+
+    private static let entries = Mutex<[String: Entry]>([:])
+
+    /// A lease on the eventLog for `directory`, opening it if needed.
+    static func lease(directory: URL, configuration: Store.Configuration) throws(ChronicleError) -> EventLogLease {
+        let path = try prepareDirectory(directory)
+        return try entries.withLock { entries throws(ChronicleError) in
+            if var entry = entries[path] {
+                entry.leases += 1
+                entries[path] = entry
+                return EventLogLease(eventLog: entry.eventLog)
+            }
+            let eventLog = try mappingErrors {
+                try EventLog(directory: path, configuration: configuration)
+            }
+            entries[path] = Entry(eventLog: eventLog, leases: 1)
+            return EventLogLease(eventLog: eventLog)
+        }
+    }
+
+    /// Whether this process has the store at `path` open.
+    static func isOpen(path: String) -> Bool {
+        entries.withLock { $0[path] != nil }
+    }
+
+    static func release(path: String) {
+        entries.withLock { entries in
+            guard var entry = entries[path] else { return }
+            entry.leases -= 1
+            if entry.leases == 0 {
+                entries[path] = nil  // the eventLog (and its environment) closes here, under the lock
+            } else {
+                entries[path] = entry
+            }
+        }
+    }
+
+    /// Creates the directory (0700) when needed and returns its canonical path.
+    private static func prepareDirectory(_ directory: URL) throws(ChronicleError) -> String {
+        let path = directory.standardizedFileURL.path
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .io(path: path, reason: "cannot create the store directory: \(error.localizedDescription)")
+        }
+        return URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    }
+}
+
+/// A ``Store``'s hold on its shared ``EventLog``.
+final class EventLogLease: Sendable {
+    let eventLog: EventLog
+
+    init(eventLog: EventLog) { self.eventLog = eventLog }
+
+    deinit { EventLogRegistry.release(path: eventLog.path) }
+}

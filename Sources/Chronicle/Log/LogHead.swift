@@ -1,0 +1,40 @@
+import ChronicleLMDB
+
+/// The tip of the local log, read from `meta` inside every write transaction
+/// (two processes may share the store, so it is never cached across transactions).
+struct LogHead: Sendable, Equatable {
+    /// The last local sequence number.
+    var sequence: UInt64
+    /// The last counter used by this replica's own events.
+    var counter: UInt64
+    /// The last HLC reading.
+    var hlc: HLC
+    /// The chain hash of the last record.
+    var chain: [UInt8]
+    /// The data key whose subkey keys the chain, or `nil` for an unkeyed chain.
+    var chainKeyID: KeyID?
+
+    static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: [UInt8](repeating: 0, count: LogRecord.hashLength), chainKeyID: nil)
+
+    static func read(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogHead {
+        func u64(_ key: [UInt8]) throws -> UInt64 {
+            guard let bytes = try txn.get(dbs.meta, key: key) else { return 0 }
+            guard let value = UInt64(bigEndianBytes: bytes) else {
+                throw ChronicleError.corruptMeta(entry: String(decoding: key, as: UTF8.self), reason: "\(bytes.count) bytes, not 8")
+            }
+            return value
+        }
+        let chain = try txn.get(dbs.meta, key: MetaKey.chain) ?? LogHead.empty.chain
+        let chainKeyID = try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
+        return LogHead(
+            sequence: try u64(MetaKey.sequence), counter: try u64(MetaKey.counter), hlc: HLC(rawValue: try u64(MetaKey.hlc)),
+            chain: chain, chainKeyID: chainKeyID)
+    }
+
+    func write(_ txn: borrowing Transaction, _ dbs: Databases) throws {
+        try txn.put(dbs.meta, key: MetaKey.sequence, value: sequence.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.counter, value: counter.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.hlc, value: hlc.rawValue.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.chain, value: chain)
+    }
+}

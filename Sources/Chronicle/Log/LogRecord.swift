@@ -1,0 +1,76 @@
+import ChronicleSodium
+
+/// The kinds of record in the `events` database.
+enum RecordKind: UInt8, Sendable {
+    /// An ``Event``.
+    case event = 1
+    /// The first record of a compacted log: what the dropped prefix was (see ``Anchor``).
+    case anchor = 3
+}
+
+/// A record of the local log as stored in the `events` database:
+///
+/// ```
+/// u8    record kind
+/// n     body (an encoded Event for kind 1)
+/// [32]  chain hash = BLAKE2b(previous chain hash ‖ sequence (u64 BE) ‖ kind ‖ body)
+/// ```
+///
+/// The chain hash links every record to all records before it, so an altered,
+/// removed or reordered record breaks the chain at its own sequence.
+struct LogRecord: Sendable {
+    static let hashLength = 32
+
+    var kind: RecordKind
+    var body: [UInt8]
+    var hash: [UInt8]
+
+    static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: SecureBytes?) -> [UInt8] {
+        // One buffer, filled in place: this runs once per record on every write and replay.
+        var input = [UInt8]()
+        input.reserveCapacity(previous.count + 9 + body.count)
+        input.append(contentsOf: previous)
+        withUnsafeBytes(of: sequence.bigEndian) { input.append(contentsOf: $0) }
+        input.append(kind.rawValue)
+        input.append(contentsOf: body)
+        return GenericHash.hash(input, key: key, length: hashLength)
+    }
+
+    func encoded() -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(1 + body.count + hash.count)
+        bytes.append(kind.rawValue)
+        bytes.append(contentsOf: body)
+        bytes.append(contentsOf: hash)
+        return bytes
+    }
+
+    /// Splits a stored record; the body is not decoded here.
+    init(decoding bytes: [UInt8], sequence: UInt64) throws(ChronicleError) {
+        guard bytes.count > 1 + Self.hashLength else {
+            throw .corruptRecord(sequence: sequence, reason: "record of \(bytes.count) bytes is too short")
+        }
+        guard let kind = RecordKind(rawValue: bytes[0]) else {
+            throw .corruptRecord(sequence: sequence, reason: "unknown record kind \(bytes[0])")
+        }
+        self.kind = kind
+        body = Array(bytes[1..<(bytes.count - Self.hashLength)])
+        hash = Array(bytes[(bytes.count - Self.hashLength)...])
+    }
+
+    init(kind: RecordKind, body: [UInt8], hash: [UInt8]) {
+        self.kind = kind
+        self.body = body
+        self.hash = hash
+    }
+
+    /// The event in this record, or an error naming the sequence.
+    func event(sequence: UInt64) throws(ChronicleError) -> Event {
+        guard kind == .event else { throw .corruptRecord(sequence: sequence, reason: "record is not an event") }
+        do {
+            return try Event(decoding: body)
+        } catch {
+            throw .corruptRecord(sequence: sequence, reason: error.description)
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import ChronicleLMDB
+
+/// Names of the entries in the `meta` database.
+enum MetaKey {
+    static let format = Array("format".utf8)
+    static let replica = Array("replica".utf8)
+    static let epoch = Array("epoch".utf8)
+    static let home = Array("home".utf8)
+    static let sequence = Array("seq".utf8)
+    static let counter = Array("counter".utf8)
+    static let hlc = Array("hlc".utf8)
+    static let chain = Array("chain".utf8)
+    /// The id of the data key whose chain subkey keys the hash chain (absent: unkeyed chain).
+    static let chainKey = Array("chain.key".utf8)
+    /// The id of the data key that seals new events.
+    static let activeKey = Array("dk.active".utf8)
+    /// Wrapped data keys: `dk/` ‖ key id.
+    static let wrappedKeyPrefix = Array("dk/".utf8)
+    static func wrappedKey(_ id: KeyID) -> [UInt8] { wrappedKeyPrefix + id.bytes }
+}

@@ -1,0 +1,23 @@
+import Foundation
+import Logging
+import ChronicleSodium
+import Synchronization
+
+/// A change a caller wants to commit, before it has a sequence, counter or HLC.
+struct PendingChange: Sendable {
+    var domain: Domain
+    var key: String
+    var policy: SyncPolicy
+    var op: Operation
+    var encoding: UInt8
+    /// The plaintext payload (sealed inside the transaction when `sealer` is set).
+    var payload: [UInt8]
+    /// Seals the payload inside the write transaction (secrets, and plain values of encrypted stores).
+    var sealer: (any EventSealer)? = nil
+}
+
+/// An event as committed to the local log.
+struct CommittedEvent: Sendable {
+    var sequence: UInt64
+    var event: Event
+}

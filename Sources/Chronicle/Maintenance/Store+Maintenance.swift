@@ -1,0 +1,93 @@
+public import Foundation
+
+extension Store {
+    /// Every key with a current entry, sorted by domain and name (the audit catalog).
+    public func catalog() throws(ChronicleError) -> [KeyInfo] {
+        let eventLog = try eventLog
+        return try mappingErrors { try eventLog.catalog() }
+    }
+
+    /// Sizes and counts.
+    public func statistics() throws(ChronicleError) -> StoreStatistics {
+        let eventLog = try eventLog
+        return try mappingErrors { try eventLog.statistics() }
+    }
+
+    /// Writes a new store in `directory` holding this log up to `point`, and its views:
+    /// a point-in-time copy (`chronicle replay --until … --into DIR`).
+    ///
+    /// The copy gets its own replica id and epoch, keeps every event's origin,
+    /// clock and policy (`.never` events included), and the wrapped data keys,
+    /// so it opens with the same key source.
+    /// - Parameter progress: called with (records done, records in the log).
+    /// - Returns: the new store.
+    @discardableResult
+    public func copy(
+        to directory: URL, through point: PointInTime = .end, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws(ChronicleError) -> Store {
+        let eventLog = try eventLog
+        if let contents = try? FileManager.default.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
+            throw .invalidArgument("\(directory.path) is not empty; a copy needs a new directory")
+        }
+        let copy = try Store(directory: directory, configuration: configuration)
+        let target = try copy.eventLog
+        try mappingErrors {
+            try eventLog.copyKeyRecords(to: target)
+            let total = try eventLog.head().sequence
+            var last: UInt64 = 0
+            switch point {
+            case let .sequence(limit): last = min(limit, total)
+            case .date, .end: last = total
+            }
+            var after: UInt64 = 0
+            while after < last {
+                var range = try eventLog.exportRange(after: after, filter: nil, excluding: nil, maxEvents: 4096, maxBytes: 8 << 20, through: last)
+                if case let .date(date) = point {
+                    let limit = UnixMilliseconds.of(date)
+                    range.events.removeAll { $0.hlc.milliseconds > limit }
+                }
+                _ = try target.importRange(range, checkpoint: nil, requireSealedDefaults: configuration.encryptDefaults)
+                guard range.upTo > after else { break }
+                after = range.upTo
+                progress?(after, last)
+            }
+        }
+        return copy
+    }
+
+    /// Drops history the store no longer needs, in one transaction, on a live store.
+    ///
+    /// Keeps each key's winning event (tombstones until they are older than
+    /// `tombstoneRetention` and every known peer has acknowledged them), every
+    /// event at or after `cutoff`, and every event some known peer has not
+    /// acknowledged. Dropped events' identities are kept, so replication never
+    /// brings them back; the log gets a new epoch and an anchor record, so
+    /// `verify` still holds. Current values do not change. Free pages are
+    /// reused by later writes; ``reclaimSpace(directory:)`` shrinks the file.
+    public func compact(before cutoff: Date, tombstoneRetention: Duration = .seconds(30 * 86_400)) throws(ChronicleError) -> CompactionReport {
+        let eventLog = try eventLog
+        return try mappingErrors {
+            try eventLog.compact(
+                cutoffMilliseconds: UnixMilliseconds.of(cutoff),
+                tombstoneRetentionMilliseconds: UnixMilliseconds.of(tombstoneRetention))
+        }
+    }
+
+    /// Shrinks a store's data file to the pages in use: a compacting copy
+    /// (`mdb_env_copy2`), then an atomic rename over the old file.
+    ///
+    /// No process may have the store open while this runs (this process is
+    /// checked; others cannot be, so stop the app first).
+    /// - Returns: the file size before and after, in bytes.
+    public static func reclaimSpace(directory: URL) throws(ChronicleError) -> (before: Int, after: Int) {
+        let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
+        guard !EventLogRegistry.isOpen(path: path) else {
+            throw .invalidArgument("the store is open in this process; close every Store on it first")
+        }
+        let dataFile = path + "/data.mdb"
+        func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? NSNumber)??.intValue ?? 0 }
+        let before = size()
+        try mappingErrors { try EventLog.reclaimSpace(path: path) }
+        return (before, size())
+    }
+}

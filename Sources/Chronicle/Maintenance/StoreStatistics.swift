@@ -1,0 +1,31 @@
+import Foundation
+
+/// Sizes and counts of a store (`chronicle stats`).
+public struct StoreStatistics: Sendable, Equatable {
+    /// This replica's id.
+    public var replicaID: ReplicaID
+    /// The log epoch, hex.
+    public var epoch: String
+    /// The last log sequence.
+    public var head: UInt64
+    /// Log records (events, and an anchor after compaction).
+    public var records: Int
+    /// Keys with a current entry in the defaults view.
+    public var defaultsKeys: Int
+    /// Keys with a current entry in the secrets view.
+    public var secretKeys: Int
+    /// Known event identities (including compacted ones).
+    public var dots: Int
+    /// Events held back by the clock-drift guard.
+    public var deferred: Int
+    /// Replication checkpoints.
+    public var checkpoints: Int
+    /// Wrapped data keys.
+    public var dataKeys: Int
+    /// Bytes of the data file in use.
+    public var usedBytes: Int
+    /// Bytes of the data file on disk.
+    public var fileBytes: Int
+    /// The reserved map size (address space).
+    public var mapSize: Int
+}

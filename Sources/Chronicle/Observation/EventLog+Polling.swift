@@ -1,0 +1,40 @@
+import Synchronization
+
+extension EventLog {
+    /// How often the environment's last transaction id is read while observers exist.
+    static let pollInterval: Duration = .milliseconds(200)
+
+    /// Starts the poller that notices commits of other processes, if it is not running.
+    ///
+    /// It reads the last transaction id (one read of the meta page) every
+    /// ``pollInterval`` while at least one observer exists, and stops by
+    /// itself when the last observer goes away.
+    func startPollingIfNeeded() {
+        poller.withLock { poller in
+            guard poller == nil else { return }
+            let start = lastTransactionID
+            poller = Task.detached { [weak self] in
+                var last = start
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: EventLog.pollInterval)
+                    guard let self else { return }
+                    if self.stopPollingIfIdle() { return }
+                    let current = self.lastTransactionID
+                    if current != last {
+                        last = current
+                        self.observers.publishReset()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the poller when no observer is left; returns `true` when it did.
+    private func stopPollingIfIdle() -> Bool {
+        poller.withLock { poller in
+            guard observers.isEmpty else { return false }
+            poller = nil
+            return true
+        }
+    }
+}

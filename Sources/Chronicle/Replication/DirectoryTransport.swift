@@ -1,0 +1,96 @@
+public import Foundation
+import ChronicleSodium
+
+/// A folder of range files that replicas push to and pull from: sneakernet,
+/// or a folder that a file-sync service shares between devices.
+///
+/// Layout: `mailbox.id` (this mailbox's identity) and `ranges/NNNNNNNNNNNNNNNNNNNN.range`,
+/// numbered from 1. Each push adds one file (published atomically, never
+/// overwritten); a pull after file `n` returns file `n + 1` as a range of
+/// the mailbox's own numbering. Events keep their origins, so a mailbox
+/// relays between any number of replicas.
+public struct DirectoryTransport: SyncTransport {
+    /// The mailbox folder.
+    public let directory: URL
+
+    /// Creates a transport to the mailbox in `directory` (created on first use).
+    public init(directory: URL) { self.directory = directory }
+
+    private var rangesFolder: URL { directory.appendingPathComponent("ranges", isDirectory: true) }
+
+    public func info() async throws -> ReplicaInfo {
+        ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: try lastIndex())
+    }
+
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        let id = try identity()
+        let last = try lastIndex()
+        let index = min(after, last) + 1
+        guard index <= last else {
+            return Data(EventRange(source: id, epoch: Self.epoch, after: last, upTo: last, head: last, keys: [], events: []).encoded())
+        }
+        let file = rangesFolder.appendingPathComponent(Self.fileName(index))
+        let stored = try EventRange(decoding: Array(try Data(contentsOf: file)))
+        let events = stored.events.filter { filter.admits($0) && $0.origin != origin }
+        return Data(EventRange(source: id, epoch: Self.epoch, after: index - 1, upTo: index, head: last, keys: stored.keys, events: events).encoded())
+    }
+
+    public func push(_ range: Data) async throws -> RangeReceipt {
+        let decoded = try EventRange(decoding: Array(range))  // refuse to store anything malformed
+        var receipt = RangeReceipt()
+        receipt.received = decoded.events.count
+        guard !decoded.events.isEmpty else { return receipt }
+        try FileManager.default.createDirectory(at: rangesFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let temporary = rangesFolder.appendingPathComponent(".incoming-\(UUID().uuidString)")
+        try range.write(to: temporary, options: [.atomic])
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        var index = try lastIndex() + 1
+        while true {
+            do {
+                try FileManager.default.linkItem(at: temporary, to: rangesFolder.appendingPathComponent(Self.fileName(index)))
+                break
+            } catch where FileManager.default.fileExists(atPath: rangesFolder.appendingPathComponent(Self.fileName(index)).path) {
+                index += 1  // another replica pushed at the same time
+            }
+        }
+        receipt.applied = decoded.events.count
+        receipt.keys = decoded.keys.count
+        return receipt
+    }
+
+    // MARK: - Layout
+
+    private static let epoch = LogEpoch.zero
+
+    static func fileName(_ index: UInt64) -> String {
+        let digits = String(index)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".range"
+    }
+
+    private func lastIndex() throws -> UInt64 {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return 0 }
+        return names.compactMap { name in name.hasSuffix(".range") ? UInt64(name.dropLast(6)) : nil }.max() ?? 0
+    }
+
+    private func identity() throws -> ReplicaID {
+        let file = directory.appendingPathComponent("mailbox.id")
+        if let text = try? String(contentsOf: file, encoding: .utf8), let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            return id
+        }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let fresh = ReplicaID.random()
+        let temporary = directory.appendingPathComponent(".mailbox.id.\(UUID().uuidString)")
+        try Data((fresh.hex + "\n").utf8).write(to: temporary)
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        do {
+            try FileManager.default.linkItem(at: temporary, to: file)
+            return fresh
+        } catch {
+            // Another replica created it first: use theirs.
+            guard let text = try? String(contentsOf: file, encoding: .utf8),
+                let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { throw ChronicleError.io(path: file.path, reason: "the mailbox id is unreadable") }
+            return id
+        }
+    }
+}

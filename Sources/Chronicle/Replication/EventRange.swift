@@ -1,0 +1,121 @@
+import ChronicleSodium
+
+/// A range of a replica's log: its events with local sequence in `(after, upTo]`
+/// that pass a filter, plus the wrapped data keys their sealed payloads need.
+///
+/// ## Wire and file format, version 1
+///
+/// ```
+/// [8]   magic "CHRNRNGE"
+/// u8    protocol version (1)
+/// [16]  source replica id (the log the sequences belong to)
+/// [16]  source log epoch
+/// u64   after
+/// u64   upTo            (the source's sequences this range covers, filtered events included)
+/// u64   head            (the source's last sequence when the range was cut)
+/// u32   item count      (at most 65,536)
+/// items: u8 kind (1 wrapped key, 2 event) + u32 length + bytes
+/// [32]  BLAKE2b-256 of everything above
+/// ```
+/// Keys come before the events that use them. A truncated, altered or
+/// oversized range fails to decode as a whole; nothing of it is applied.
+struct EventRange: Sendable {
+    static let magic = Array("CHRNRNGE".utf8)
+    static let protocolVersion: UInt8 = 1
+    static let maxItems = 65_536
+    /// The largest range accepted from a peer or a file (events may be up to 64 MiB each).
+    static let maxEncodedSize = 256 << 20
+
+    var source: ReplicaID
+    var epoch: LogEpoch
+    var after: UInt64
+    var upTo: UInt64
+    var head: UInt64
+    var keys: [WrappedKey]
+    var events: [Event]
+
+    /// `true` when the source had nothing after this range when it was cut.
+    var reachesHead: Bool { upTo >= head }
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 128 + events.reduce(0) { $0 + 64 + $1.payload.count })
+        writer.raw(Self.magic)
+        writer.u8(Self.protocolVersion)
+        writer.raw(source.bytes)
+        writer.raw(epoch.bytes)
+        writer.u64(after)
+        writer.u64(upTo)
+        writer.u64(head)
+        writer.u32(UInt32(keys.count + events.count))
+        for key in keys {
+            writer.u8(1)
+            writer.longField(key.encoded())
+        }
+        for event in events {
+            writer.u8(2)
+            writer.longField(event.encoded())
+        }
+        writer.raw(GenericHash.hash(writer.bytes))
+        return writer.bytes
+    }
+
+    /// Decodes and checks a whole range; throws `malformedInput` naming what is wrong.
+    init(decoding bytes: [UInt8]) throws(ChronicleError) {
+        do {
+            guard bytes.count <= Self.maxEncodedSize else {
+                throw DecodeFailure(description: "range of \(bytes.count) bytes is over the limit of \(Self.maxEncodedSize)")
+            }
+            guard bytes.count >= Self.magic.count + 1 + 32 + 24 + 4 + 32 else { throw DecodeFailure(description: "truncated range") }
+            let body = Array(bytes[..<(bytes.count - 32)])
+            guard Sodium.constantTimeEqual(GenericHash.hash(body), Array(bytes[(bytes.count - 32)...])) else {
+                throw DecodeFailure(description: "checksum mismatch (truncated or altered in transit)")
+            }
+            var reader = ByteReader(body)
+            guard try reader.raw(Self.magic.count) == Self.magic else { throw DecodeFailure(description: "not a Chronicle range") }
+            let version = try reader.u8()
+            guard version == Self.protocolVersion else {
+                throw DecodeFailure(description: "range protocol version \(version) is not supported (this build speaks \(Self.protocolVersion))")
+            }
+            guard let source = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad source id") }
+            self.source = source
+            guard let epoch = LogEpoch(bytes: try reader.raw(LogEpoch.byteCount)) else { throw DecodeFailure(description: "bad epoch") }
+            self.epoch = epoch
+            after = try reader.u64()
+            upTo = try reader.u64()
+            head = try reader.u64()
+            guard after <= upTo, upTo <= head else { throw DecodeFailure(description: "range bounds \(after)...\(upTo) of \(head) are inconsistent") }
+            let count = Int(try reader.u32())
+            guard count <= Self.maxItems else { throw DecodeFailure(description: "\(count) items is over the limit of \(Self.maxItems)") }
+            keys = []
+            events = []
+            for index in 0..<count {
+                let kind = try reader.u8()
+                let item = try reader.longField(limit: Self.maxEncodedSize)
+                switch kind {
+                case 1:
+                    guard events.isEmpty else { throw DecodeFailure(description: "item \(index): keys must precede events") }
+                    keys.append(try WrappedKey(decoding: item))
+                case 2:
+                    let event = try Event(decoding: item)
+                    guard event.key.utf8.count <= Keys.maxNameLength else { throw DecodeFailure(description: "item \(index): key name too long") }
+                    events.append(event)
+                default:
+                    throw DecodeFailure(description: "item \(index): unknown kind \(kind)")
+                }
+            }
+            try reader.expectEnd()
+        } catch {
+            throw .malformedInput("range: \(error)")
+        }
+    }
+
+    init(source: ReplicaID, epoch: LogEpoch, after: UInt64, upTo: UInt64, head: UInt64, keys: [WrappedKey], events: [Event]) {
+        self.source = source
+        self.epoch = epoch
+        self.after = after
+        self.upTo = upTo
+        self.head = head
+        self.keys = keys
+        self.events = events
+    }
+}

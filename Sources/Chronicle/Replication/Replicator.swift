@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+
+/// Replicates a store's log with peers: manual ``sync()`` and automatic-small mode.
+///
+/// ```swift
+/// let replicator = Replicator(store: store, peers: [.store(other), .directory(shared)])
+/// let report = try await replicator.sync()   // push and pull every eligible event, both ways
+/// await replicator.start()                   // push small changes as they commit, pull periodically
+/// ```
+///
+/// Ranges move in bounded batches; each is applied in one durable transaction
+/// together with its checkpoint, so an interrupted sync resumes where it
+/// stopped, and a re-sent batch changes nothing.
+public actor Replicator {
+    /// Tuning for a replicator.
+    public struct Configuration: Sendable {
+        /// The largest payload pushed automatically (larger `.automaticSmall` values wait for `sync()`). Default 100 KiB.
+        public var automaticPayloadLimit: Int = 100 * 1024
+        /// How often automatic mode pulls. Default 5 s.
+        public var pullInterval: Duration = .seconds(5)
+        /// How long automatic mode gathers commits before pushing. Default 20 ms.
+        public var pushDelay: Duration = .milliseconds(20)
+        /// The longest wait between retries after failures. Default 60 s.
+        public var maxBackoff: Duration = .seconds(60)
+        /// Events per batch, both ways (peers cap pulls at 4,096). Default 1,024.
+        public var batchEvents: Int = 1024
+        /// Payload bytes per batch (a larger single event travels alone). Default 1 MiB.
+        public var batchBytes: Int = 1 << 20
+        /// Called after every batch of a `sync()` with the peer's name and the events moved so far.
+        public var progress: (@Sendable (_ peer: String, _ events: Int) -> Void)?
+
+        /// Creates the default configuration.
+        public init() {}
+    }
+
+    /// The store being replicated.
+    public let store: Store
+    /// The peers.
+    public let peers: [Peer]
+    /// The configuration.
+    public let configuration: Configuration
+    /// The report of the last completed `sync()`, including peers that failed.
+    public private(set) var lastReport = SyncReport()
+    /// The last error of automatic mode, if its last round failed.
+    public private(set) var lastAutomaticError: ChronicleError?
+
+    private var worker: Task<Void, Never>?
+    private var ticker: Task<Void, Never>?
+    private var observerID: Int?
+    private var failures: [Int: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
+
+    /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
+    public init(store: Store, peers: [Peer], configuration: Configuration = .init()) {
+        self.store = store
+        self.peers = peers
+        self.configuration = configuration
+    }
+
+    // MARK: - Manual sync
+
+    /// Pushes and pulls every eligible event (`.manual` and `.automaticSmall`) with every peer.
+    ///
+    /// - Returns: what moved, per peer.
+    /// - Throws: ``ChronicleError/syncFailed(peer:reason:)`` for the first peer
+    ///   that failed, after trying them all; what was acknowledged stays.
+    @discardableResult
+    public func sync() async throws(ChronicleError) -> SyncReport {
+        var report = SyncReport()
+        var firstError: ChronicleError?
+        for peer in peers {
+            do {
+                report.peers.append(try await exchange(with: peer, filter: .syncable))
+            } catch {
+                store.configuration.logger.warning("chronicle: sync failed", metadata: ["peer": "\(peer.name)", "error": "\(error)"])
+                if firstError == nil { firstError = .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description) }
+            }
+        }
+        lastReport = report
+        if let firstError { throw firstError }
+        return report
+    }
+
+    /// Pulls then pushes one peer's ranges for `filter`, batch by batch.
+    private func exchange(with peer: Peer, filter: RangeFilter) async throws -> SyncReport.PeerReport {
+        var report = SyncReport.PeerReport(peer: peer.name)
+        let remote = try await peer.transport.info()
+        guard remote.protocolVersion == EventRange.protocolVersion else {
+            throw ChronicleError.malformedInput("the peer speaks range protocol \(remote.protocolVersion); this build speaks \(EventRange.protocolVersion)")
+        }
+        let local = try store.replicaInfo()
+        guard remote.replicaID != local.replicaID else { return report }  // a store never syncs with itself
+        let eventLog = try store.eventLog
+
+        // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
+        let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
+        var after = try eventLog.checkpoint(pullKey)
+        if after > remote.head { after = 0 }  // a checkpoint the remote cannot honour: start over (dots make it safe)
+        while true {
+            try Task.checkCancellation()
+            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.replicaID, maxEvents: configuration.batchEvents)))
+            guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
+                throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
+            }
+            report.pulled.add(try store.importRange(range, checkpoint: (pullKey, range.upTo)))
+            report.batches += 1
+            configuration.progress?(peer.name, report.pulled.received + report.sent)
+            if range.reachesHead || range.upTo <= after { break }
+            after = range.upTo
+        }
+
+        // Push: our log after our checkpoint for (remote, our epoch, push, filter).
+        let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)
+        var sent = try eventLog.checkpoint(pushKey)
+        while true {
+            try Task.checkCancellation()
+            let range = try eventLog.exportRange(
+                after: sent, filter: filter, excluding: remote.replicaID, maxEvents: configuration.batchEvents, maxBytes: configuration.batchBytes)
+            if !range.events.isEmpty {
+                report.pushed.add(try await peer.transport.push(Data(range.encoded())))
+                report.sent += range.events.count
+                report.batches += 1
+                configuration.progress?(peer.name, report.pulled.received + report.sent)
+            }
+            if range.upTo > sent { try eventLog.setCheckpoint(pushKey, to: range.upTo) }
+            if range.reachesHead || range.upTo <= sent { break }
+            sent = range.upTo
+        }
+        return report
+    }
+
+    // MARK: - Automatic mode
+
+    /// `true` while automatic mode runs.
+    public var isRunning: Bool { worker != nil }
+
+    /// Starts automatic mode: `.automaticSmall` events up to the payload limit
+    /// are pushed moments after they commit, and peers are pulled every
+    /// `pullInterval`. Failures back off and retry. Larger and `.manual`
+    /// events wait for ``sync()``, whose checkpoints automatic mode never moves.
+    public func start() {
+        guard worker == nil, let eventLog = try? store.eventLog else { return }
+        let (triggers, trigger) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let limit = configuration.automaticPayloadLimit
+        observerID = eventLog.observers.add { change in
+            switch change {
+            case let .events(events):
+                if events.contains(where: { $0.event.policy == .automaticSmall && $0.event.payload.count <= limit }) { trigger.yield() }
+            case .reset:
+                trigger.yield()
+            }
+        }
+        let interval = configuration.pullInterval
+        ticker = Task {
+            while !Task.isCancelled {
+                trigger.yield()
+                try? await Task.sleep(for: interval)
+            }
+        }
+        let delay = configuration.pushDelay
+        worker = Task { [weak self] in
+            for await _ in triggers {
+                try? await Task.sleep(for: delay)  // gather the commits of a burst into one push
+                guard let self, !Task.isCancelled else { return }
+                await self.automaticRound()
+            }
+        }
+        eventLog.startPollingIfNeeded()
+    }
+
+    /// Stops automatic mode. Nothing acknowledged is lost; the next start resumes.
+    public func stop() {
+        worker?.cancel()
+        ticker?.cancel()
+        worker = nil
+        ticker = nil
+        if let observerID, let eventLog = try? store.eventLog { eventLog.observers.remove(observerID) }
+        observerID = nil
+    }
+
+    private func automaticRound() async {
+        let filter = RangeFilter.automaticSmall(maxPayload: configuration.automaticPayloadLimit)
+        let now = ContinuousClock.now
+        for (index, peer) in peers.enumerated() {
+            if let failure = failures[index], failure.retryAt > now { continue }
+            do {
+                _ = try await exchange(with: peer, filter: filter)
+                failures[index] = nil
+                lastAutomaticError = nil
+            } catch {
+                if Task.isCancelled { return }
+                let count = (failures[index]?.count ?? 0) + 1
+                let backoff = min(configuration.maxBackoff, .milliseconds(250) * (1 << min(count, 16)))
+                failures[index] = (count, now + backoff)
+                lastAutomaticError = .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description)
+                store.configuration.logger.warning(
+                    "chronicle: automatic sync failed; retrying later",
+                    metadata: ["peer": "\(peer.name)", "error": "\(error)", "attempt": "\(count)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+public import Foundation
+
+/// Replicates with another ``Store`` in the same process.
+public struct StoreTransport: SyncTransport {
+    /// The remote store.
+    public let store: Store
+
+    /// Creates a transport to `store`.
+    public init(store: Store) { self.store = store }
+
+    public func info() async throws -> ReplicaInfo { try store.replicaInfo() }
+
+    public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        try store.exportRange(after: after, filter: filter, excludingOrigin: origin, maxEvents: min(maxEvents, 4096))
+    }
+
+    public func push(_ range: Data) async throws -> RangeReceipt {
+        try store.importRange(range)
+    }
+}

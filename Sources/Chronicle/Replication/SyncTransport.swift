@@ -1,0 +1,19 @@
+public import Foundation
+
+/// How a ``Replicator`` talks to one peer.
+///
+/// A transport moves encoded ranges (the versioned binary format of
+/// ``Store/exportRange(after:filter:excludingOrigin:maxEvents:maxBytes:)``);
+/// it never interprets or alters them. Every transport must pass the
+/// conformance suite in `ChronicleTesting`.
+public protocol SyncTransport: Sendable {
+    /// The remote replica's identity, log epoch, protocol version and head.
+    func info() async throws -> ReplicaInfo
+
+    /// A range of the remote's log after `after`, leaving out events made by `origin`:
+    /// at most `maxEvents` events (the remote may send fewer, never none while any is left).
+    func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data
+
+    /// Delivers an encoded range; returns only after the remote applied it durably.
+    func push(_ range: Data) async throws -> RangeReceipt
+}

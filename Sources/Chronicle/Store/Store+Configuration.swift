@@ -1,0 +1,55 @@
+import Foundation
+import ChronicleSodium
+public import Logging
+
+extension Store {
+    /// Options for opening a store.
+    ///
+    /// ```swift
+    /// var configuration = Store.Configuration()
+    /// configuration.durability = .noMetaSync
+    /// let store = try Store(directory: url, configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// Where the data key for sealed values comes from. `nil` uses a 0600
+        /// key file created on first use under `$XDG_CONFIG_HOME/chronicle/`.
+        public var keySource: KeySource?
+        /// Seal plain values too, not only secrets.
+        public var encryptDefaults: Bool
+        /// How commits reach the disk. Default: ``Durability/durable``.
+        public var durability: Durability
+        /// Where the non-throwing API reports the errors it swallows. Secrets are never logged.
+        public var logger: Logger
+        /// The largest encoded value accepted, in bytes. Default 64 MiB.
+        public var maxValueSize: Int
+        /// The initial LMDB map size (address space only; the store grows it when full). Default 1 GiB.
+        public var initialMapSize: Int
+        /// The Argon2id cost of turning a passphrase into a key. Default ``KeyDerivationCost/interactive``.
+        public var keyDerivationCost: KeyDerivationCost
+        /// How far ahead of the local clock a received event may be stamped and
+        /// still enter the views at once. Later ones are stored and relayed but
+        /// wait until local time reaches them. Default one hour.
+        public var maxClockDrift: Duration
+
+        /// Creates a configuration.
+        public init(
+            keySource: KeySource? = nil,
+            encryptDefaults: Bool = false,
+            durability: Durability = .durable,
+            logger: Logger = Logger(label: "chronicle"),
+            maxValueSize: Int = 64 << 20,
+            initialMapSize: Int = 1 << 30,
+            keyDerivationCost: KeyDerivationCost = .interactive,
+            maxClockDrift: Duration = .seconds(3600)
+        ) {
+            self.maxClockDrift = maxClockDrift
+            self.keyDerivationCost = keyDerivationCost
+            self.keySource = keySource
+            self.encryptDefaults = encryptDefaults
+            self.durability = durability
+            self.logger = logger
+            self.maxValueSize = maxValueSize
+            self.initialMapSize = initialMapSize
+        }
+    }
+}

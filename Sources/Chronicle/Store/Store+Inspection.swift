@@ -1,0 +1,51 @@
+import Foundation
+
+extension Store {
+    /// The log records with sequence in `range`, oldest first (for tools: `chronicle log`).
+    ///
+    /// Checks the hash chain from the start of the log as it goes.
+    public func logEntries(in range: ClosedRange<UInt64> = 1...UInt64.max) throws(ChronicleError) -> [LogEntry] {
+        let eventLog = try eventLog
+        return try mappingErrors {
+            try eventLog.events(in: range).map(LogEntry.init)
+        }
+    }
+
+    /// The current value of the plain key `name` as JSON, or `nil` when it has
+    /// no value (for tools: `chronicle get`).
+    public func currentValueJSON(forKeyNamed name: String) throws(ChronicleError) -> String? {
+        try Keys.validate(name: name)
+        let eventLog = try eventLog
+        guard let entry = try mappingErrors({ try eventLog.entry(.defaults, name) }), entry.op == .set else { return nil }
+        let payload = try openPayload(entry, key: Keys(name: name, domain: .defaults, sync: entry.policy, formerNames: []))
+        return ValueCoder.jsonText(encoding: entry.encoding, payload: payload)
+    }
+
+    /// Sets the plain key `name` from text (for tools: `chronicle set`).
+    ///
+    /// JSON is stored with the matching type (`true` as Bool, `3` as an
+    /// integer, `2.5` as Double, `"x"` as String, objects and arrays as JSON);
+    /// anything that is not JSON is stored as a string.
+    /// - Parameter policy: the sync policy; default: the key's current policy, else `.automaticSmall`.
+    public func setValue(fromText text: String, forKeyNamed name: String, policy: SyncPolicy? = nil) throws(ChronicleError) {
+        try Keys.validate(name: name)
+        let (encoding, payload) = ValueCoder.encodeText(text)
+        guard payload.count <= configuration.maxValueSize else {
+            throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
+        }
+        let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
+        let key = Keys(name: name, domain: .defaults, sync: policy ?? existing?.policy ?? .automaticSmall, formerNames: [])
+        try commit([
+            PendingChange(
+                domain: .defaults, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
+                sealer: try sealer(for: .defaults))
+        ])
+    }
+
+    /// Removes the plain key `name` (for tools: `chronicle rm`).
+    public func removeValue(forKeyNamed name: String) throws(ChronicleError) {
+        try Keys.validate(name: name)
+        let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
+        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing?.policy ?? .automaticSmall, formerNames: []))])
+    }
+}

@@ -1,0 +1,121 @@
+public import Foundation
+import ChronicleSodium
+
+extension Store {
+    // MARK: - Secrets
+
+    /// The secret's value, or its default when absent. Errors (a missing or
+    /// wrong key, a tampered record) are logged without the value and read as the default.
+    ///
+    /// A failed read never leads to an overwrite: while the store cannot open
+    /// its data key, writing secrets fails too.
+    public subscript<Value>(key: SecretKey<Value>) -> Value {
+        get { loggingRead(key) }
+        set { loggingWrite(newValue, for: key) }
+    }
+
+    /// The secret's value, decrypted, or its default when absent.
+    /// - Throws: ``ChronicleError/keyUnavailable(reason:)`` or ``ChronicleError/wrongKey``
+    ///   when the data key cannot be opened; ``ChronicleError/tampered(sequence:key:)``
+    ///   when the sealed value was altered or moved.
+    public func value<Value>(for key: SecretKey<Value>) throws(ChronicleError) -> Value {
+        try readValue(key, default: key.defaultValue)
+    }
+
+    /// Seals and stores the secret (setting an optional secret to `nil` removes it).
+    public func set<Value>(_ value: Value, for key: SecretKey<Value>) throws(ChronicleError) {
+        try commit([change(value, for: key)])
+    }
+
+    /// Removes the secret with a sealed tombstone (it cannot be forged or re-dated).
+    public func remove<Value>(_ key: SecretKey<Value>) throws(ChronicleError) {
+        try commit([removal(of: key)])
+    }
+
+    /// Every revision of the secret, decrypted, oldest first. Treat the result as secret.
+    public func history<Value>(of key: SecretKey<Value>) throws(ChronicleError) -> [Revision<Value>] {
+        try revisions(of: key)
+    }
+
+    // MARK: - Keys
+
+    /// Re-wraps the store's data keys under a new passphrase. Instant for the
+    /// data: no sealed event is touched. Other stores of the same process keep
+    /// working with the data keys they already opened.
+    public func changePassphrase(to passphrase: String) throws(ChronicleError) {
+        try changeKeySource(to: .passphrase(passphrase))
+    }
+
+    /// Re-wraps the store's data keys under a new key source (passphrase, key file or provider).
+    public func changeKeySource(to source: KeySource) throws(ChronicleError) {
+        let keyring = try crypto.get()
+        try mappingErrors { try keyring.changeSource(to: Keyring.Source(source, cost: configuration.keyDerivationCost)) }
+    }
+
+    /// Makes a new data key active for new sealed events; old keys keep opening old events.
+    ///
+    /// - Parameter reseal: also re-seal every live secret (and sealed plain
+    ///   value) under the new key, as new events.
+    public func rotateDataKey(reseal: Bool = false) throws(ChronicleError) {
+        let keyring = try crypto.get()
+        _ = try mappingErrors { try keyring.rotate() }
+        guard reseal else { return }
+        let eventLog = try eventLog
+        var changes: [PendingChange] = []
+        for domain in Domain.allCases {
+            let entries = try mappingErrors { try eventLog.viewEntries(domain) }
+            for (name, entry) in entries where entry.sealed && entry.op == .set {
+                let plaintext = try mappingErrors { try keyring.open(entry, domain: domain, key: name) }
+                changes.append(
+                    PendingChange(
+                        domain: domain, key: name, policy: entry.policy, op: .set, encoding: entry.encoding, payload: plaintext,
+                        sealer: keyring))
+            }
+        }
+        try commit(changes)
+    }
+
+    /// The store's wrapped data keys, for another replica of the same sync group
+    /// (``importKeys(_:)``). Never contains a plaintext key.
+    ///
+    /// Passphrase-wrapped keys are re-wrapped for travel with at least the
+    /// ``KeyDerivationCost/moderate`` Argon2id cost. Anyone holding the export
+    /// can try passphrases offline: prefer a key file for valuable groups.
+    public func exportKeys() throws(ChronicleError) -> Data {
+        let keyring = try crypto.get()
+        return try mappingErrors { Data(try KeyBundle.encode(try keyring.exportForTravel())) }
+    }
+
+    /// Adds wrapped data keys exported by another replica of the group.
+    ///
+    /// Every key must open with this store's key source (the same passphrase or
+    /// key file), else nothing is imported and the call throws ``ChronicleError/wrongKey``.
+    /// - Returns: the number of keys that were new here.
+    @discardableResult
+    public func importKeys(_ data: Data) throws(ChronicleError) -> Int {
+        let keyring = try crypto.get()
+        let records: [WrappedKey]
+        do { records = try KeyBundle.decode(Array(data)) } catch {
+            throw .malformedInput("key bundle: \(error.description)")
+        }
+        return try mappingErrors { try keyring.importWrapped(records) }
+    }
+
+    // MARK: - Internals
+
+    /// Whether plain values are sealed in this store.
+    var sealsDefaults: Bool { configuration.encryptDefaults }
+
+    /// The keyring that seals changes in `domain`, or `nil` when the domain is not sealed.
+    func sealer(for domain: Domain) throws(ChronicleError) -> Keyring? {
+        guard domain == .secrets || sealsDefaults else { return nil }
+        return try crypto.get()
+    }
+
+    /// The plaintext payload of a view entry (opened when sealed).
+    func openPayload(_ entry: ViewEntry, key: Keys) throws(ChronicleError) -> [UInt8] {
+        guard entry.sealed else { return entry.payload }
+        let keyring = try crypto.get()
+        return try mappingErrors { try keyring.open(entry, domain: key.domain, key: key.name) }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A key with a value type and a default: ``Key`` or ``SecretKey``.
+protocol ValueKey: Keys {
+    associatedtype Value: Codable & Sendable
+    var defaultValue: Value { get }
+}
+
+extension Key: ValueKey {}
+
+extension SecretKey: ValueKey {}
+
+extension Store {
+    /// The read behind `store[key]` and `@Default` for plain keys: straight to the cache.
+    func plainValue<Value>(_ key: Key<Value>) throws(ChronicleError) -> Value {
+        guard key.formerNames.isEmpty, !sealsDefaults else { return try readValue(key, default: key.defaultValue) }
+        try Keys.validate(name: key.name)
+        return try eventLog.cachedRead(key.name, default: key.defaultValue) { entry throws(ChronicleError) in
+            try self.decode(entry, for: key, default: key.defaultValue)
+        }
+    }
+
+    /// Reads a key's current value, falling back to former names, then to `defaultValue`.
+    func readValue<K: ValueKey>(_ key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
+        try Keys.validate(name: key.name)
+        let eventLog = try eventLog
+        if key.domain == .defaults, !sealsDefaults, key.formerNames.isEmpty {
+            return try eventLog.cachedRead(key.name, default: defaultValue) { entry throws(ChronicleError) in
+                try self.decode(entry, for: key, default: defaultValue)
+            }
+        }
+        let entry = try mappingErrors { try eventLog.entry(key.domain, key.name) }
+        return try decode(entry, for: key, default: defaultValue)
+    }
+
+    func decode<K: ValueKey>(_ entry: ViewEntry?, for key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
+        var entry = entry
+        if entry == nil, !key.formerNames.isEmpty {
+            entry = try formerEntry(of: key)
+        }
+        guard let entry, entry.op == .set else { return defaultValue }
+        let payload = try openPayload(entry, key: key)
+        return try ValueCoder.decode(K.Value.self, encoding: entry.encoding, payload: payload, key: key.name)
+    }
+
+    /// The newest entry among a renamed key's former names.
+    private func formerEntry(of key: Keys) throws(ChronicleError) -> ViewEntry? {
+        let eventLog = try eventLog
+        var newest: ViewEntry?
+        for name in key.formerNames {
+            guard let entry = try mappingErrors({ try eventLog.entry(key.domain, name) }) else { continue }
+            if let current = newest, !(entry.hlc > current.hlc) { continue }
+            newest = entry
+        }
+        return newest
+    }
+
+    /// A set (or, for `nil`, a remove) of `key` as a pending change, validated and encoded.
+    func change<K: ValueKey>(_ value: K.Value, for key: K) throws(ChronicleError) -> PendingChange {
+        try Keys.validate(name: key.name)
+        if ValueCoder.isNil(value) { return try removal(of: key) }
+        let (encoding, payload) = try ValueCoder.encode(value, key: key.name)
+        guard payload.count <= configuration.maxValueSize else {
+            throw .valueTooLarge(key: key.name, size: payload.count, limit: configuration.maxValueSize)
+        }
+        return PendingChange(
+            domain: key.domain, key: key.name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
+            sealer: try sealer(for: key.domain))
+    }
+
+    /// A remove of `key` as a pending change.
+    func removal(of key: Keys) throws(ChronicleError) -> PendingChange {
+        try Keys.validate(name: key.name)
+        return PendingChange(
+            domain: key.domain, key: key.name, policy: key.sync, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [],
+            sealer: try sealer(for: key.domain))
+    }
+
+    func revisions<K: ValueKey>(of key: K) throws(ChronicleError) -> [Revision<K.Value>] {
+        try Keys.validate(name: key.name)
+        let eventLog = try eventLog
+        let events = try mappingErrors { try eventLog.history(key.domain, key.name) }
+        var revisions: [Revision<K.Value>] = []
+        revisions.reserveCapacity(events.count)
+        for committed in events {
+            let event = committed.event
+            var value: K.Value?
+            if event.op == .set {
+                let payload = try openPayload(ViewEntry(event: event, sequence: committed.sequence), key: key)
+                value = try ValueCoder.decode(K.Value.self, encoding: event.encoding, payload: payload, key: key.name)
+            }
+            revisions.append(Revision(value: value, event: event, sequence: committed.sequence, localReplica: eventLog.replica))
+        }
+        return revisions
+    }
+}

@@ -1,0 +1,29 @@
+/// Appends fixed-width big-endian integers and length-prefixed fields to a byte array.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    mutating func u16(_ value: UInt16) { appendBigEndian(value) }
+    mutating func u32(_ value: UInt32) { appendBigEndian(value) }
+    mutating func u64(_ value: UInt64) { appendBigEndian(value) }
+    mutating func raw(_ value: [UInt8]) { bytes += value }
+
+    /// A field of at most 255 bytes, prefixed with its length as one byte.
+    mutating func shortField(_ value: [UInt8]) {
+        precondition(value.count <= 255, "short field over 255 bytes")  // callers validate first
+        u8(UInt8(value.count))
+        raw(value)
+    }
+
+    /// A field prefixed with its length as a 32-bit big-endian integer.
+    mutating func longField(_ value: [UInt8]) {
+        u32(UInt32(value.count))
+        raw(value)
+    }
+
+    private mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+}

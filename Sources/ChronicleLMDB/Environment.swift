@@ -1,0 +1,299 @@
+internal import CChronicleLMDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How a commit reaches the disk.
+public enum SyncMode: Sendable, Hashable {
+    /// `fsync` on every commit: a committed transaction survives a power loss.
+    case durable
+    /// `MDB_NOMETASYNC`: data pages are synced, the meta page is not. A power
+    /// loss can undo the last committed transaction, never corrupt the file.
+    case noMetaSync
+    /// `MDB_NOSYNC`: the operating system writes back when it likes. A crash of
+    /// the process loses nothing; a power loss can lose every commit since the
+    /// last ``Environment/flush()`` and, on file systems that reorder writes,
+    /// damage the file.
+    case noSync
+}
+
+/// Options for opening an ``Environment``.
+public struct EnvironmentOptions: Sendable {
+    /// Initial map size in bytes (address space only; the environment grows it when full).
+    public var mapSize: Int = 1 << 30
+    /// Maximum number of named databases.
+    public var maxDatabases: UInt32 = 16
+    /// Maximum number of concurrent readers across every process using the environment.
+    public var maxReaders: UInt32 = 1022
+    /// How commits reach the disk.
+    public var syncMode: SyncMode = .durable
+    /// The permission bits of the data and lock files.
+    public var fileMode: UInt32 = 0o600
+
+    /// Creates the default options.
+    public init() {}
+}
+
+/// An open LMDB environment: one memory-mapped file holding named databases.
+///
+/// Open each file once per process: a second `mdb_env_open` of the same file
+/// in one process breaks LMDB's locks. Readers run concurrently with the
+/// single writer; every transaction holds a process-wide reader-writer lock
+/// shared, and growing the map takes it exclusively.
+///
+/// `@unchecked Sendable` is safe here: the `MDB_env` pointer is set once and
+/// `mdb_env_*` calls are thread-safe; read transactions are `MDB_NOTLS` and
+/// each is used by one thread at a time (taken from and returned to the
+/// `Mutex`-guarded pool); write transactions live inside one ``write(_:)`` call
+/// on one thread; map size changes run under the exclusive lock, when no
+/// transaction of this process is active, as LMDB requires.
+public final class Environment: @unchecked Sendable {
+    private let env: OpaquePointer
+    private let lock = ReadWriteLock()
+    private let idleReaders = Mutex<[IdleReader]>([])
+    private static let maxIdleReaders = 64
+    /// The filesystem path of the environment's directory.
+    public let path: String
+    /// The sync mode the environment was opened with.
+    public let syncMode: SyncMode
+
+    /// Opens (creating if needed) the environment in the directory at `path`.
+    ///
+    /// The directory must exist. Stale reader slots left by dead processes are
+    /// cleared on open.
+    /// - Throws: ``LMDBError`` when the file cannot be opened.
+    public init(path: String, options: EnvironmentOptions = .init()) throws {
+        var handle: OpaquePointer?
+        try check(mdb_env_create(&handle))
+        guard let handle else { throw LMDBError(code: EINVAL_CODE) }
+        var flags = UInt32(MDB_NOTLS)
+        switch options.syncMode {
+        case .durable: break
+        case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
+        case .noSync: flags |= UInt32(MDB_NOSYNC)
+        }
+        do {
+            try check(mdb_env_set_maxdbs(handle, MDB_dbi(options.maxDatabases)))
+            try check(mdb_env_set_maxreaders(handle, options.maxReaders))
+            try check(mdb_env_set_mapsize(handle, options.mapSize))
+            try check(mdb_env_open(handle, path, flags, mdb_mode_t(options.fileMode)))
+        } catch {
+            mdb_env_close(handle)
+            throw error
+        }
+        // A data file shorter than its own meta page says would fault (SIGBUS) on the first
+        // access to a missing page: refuse it here, with a clear error.
+        var info = MDB_envinfo()
+        var pageStat = MDB_stat()
+        mdb_env_info(handle, &info)
+        mdb_env_stat(handle, &pageStat)
+        let needed = (info.me_last_pgno + 1) * Int(pageStat.ms_psize)
+        var fileStatus = stat()
+        if stat(path + "/data.mdb", &fileStatus) == 0, Int(fileStatus.st_size) < needed {
+            mdb_env_close(handle)
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
+        }
+        self.env = handle
+        self.path = path
+        self.syncMode = options.syncMode
+        var dead: Int32 = 0
+        _ = mdb_reader_check(handle, &dead)
+    }
+
+    deinit {
+        for reader in idleReaders.withLock({ $0 }) { mdb_txn_abort(reader.handle) }
+        mdb_env_close(env)
+    }
+
+    // MARK: - Databases
+
+    /// Opens the named database, creating it when absent.
+    public func openDatabase(named name: String) throws -> Database {
+        try write { txn in
+            var dbi = MDB_dbi()
+            try check(mdb_dbi_open(txn.handle, name, UInt32(MDB_CREATE), &dbi))
+            return Database(dbi: dbi, name: name)
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in a read-only transaction that sees one consistent snapshot.
+    ///
+    /// Read transactions are reused (`mdb_txn_reset`/`mdb_txn_renew`); never
+    /// hold the transaction across an `await`.
+    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try lock.withShared {
+                    let handle = try takeReader()
+                    do {
+                        let txn = Transaction(handle: handle, isReadOnly: true, abortOnDeinit: false)
+                        let result = try body(txn)
+                        returnReader(handle)
+                        return result
+                    } catch {
+                        returnReader(handle)
+                        throw error
+                    }
+                }
+            } catch let error as LMDBError where error == .mapResized {
+                try adoptMapSize()
+            }
+        }
+    }
+
+    /// Runs `body` in a write transaction and commits it when `body` returns.
+    ///
+    /// When `body` throws, the transaction is aborted and nothing is written.
+    /// When the map is full, the transaction is aborted, the map grows and
+    /// `body` runs again, so `body` must derive everything from the
+    /// transaction it is given (it may run more than once). Call from one
+    /// thread with no `await` inside: LMDB binds write transactions to threads.
+    public func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try lock.withShared {
+                    var handle: OpaquePointer?
+                    try check(mdb_txn_begin(env, nil, 0, &handle))
+                    guard let handle else { throw LMDBError(code: EINVAL_CODE) }
+                    let txn = Transaction(handle: handle, isReadOnly: false, abortOnDeinit: true)
+                    let result = try body(txn)
+                    try txn.commit()
+                    return result
+                }
+            } catch let error as LMDBError where error == .mapFull {
+                try growMap()
+            } catch let error as LMDBError where error == .mapResized {
+                try adoptMapSize()
+            }
+        }
+    }
+
+    private func takeReader() throws -> OpaquePointer {
+        if let reader = idleReaders.withLock({ $0.popLast() })?.handle {
+            let rc = mdb_txn_renew(reader)
+            if rc == 0 { return reader }
+            mdb_txn_abort(reader)
+            try check(rc)
+        }
+        var handle: OpaquePointer?
+        try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &handle))
+        guard let handle else { throw LMDBError(code: EINVAL_CODE) }
+        return handle
+    }
+
+    private func returnReader(_ handle: OpaquePointer) {
+        mdb_txn_reset(handle)
+        let kept = idleReaders.withLock { readers in
+            guard readers.count < Self.maxIdleReaders else { return false }
+            readers.append(IdleReader(handle: handle))
+            return true
+        }
+        if !kept { mdb_txn_abort(handle) }
+    }
+
+    // MARK: - Map size
+
+    /// The current map size in bytes.
+    public var mapSize: Int {
+        lock.withShared { info().me_mapsize }
+    }
+
+    /// The id of the last committed transaction of any process (a read of the meta page).
+    ///
+    /// It changes exactly when some process commits, so it tells cheaply
+    /// whether anything may have changed since a value was read.
+    public var lastTransactionID: Int {
+        lock.withShared { info().me_last_txnid }
+    }
+
+    private func info() -> MDB_envinfo {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info
+    }
+
+    private func growMap() throws {
+        try lock.withExclusive {
+            let current = info().me_mapsize
+            let next = current < (1 << 30) ? current * 2 : current + (1 << 30)
+            try check(mdb_env_set_mapsize(env, next))
+        }
+    }
+
+    private func adoptMapSize() throws {
+        try lock.withExclusive {
+            try check(mdb_env_set_mapsize(env, 0))
+        }
+    }
+
+    // MARK: - Maintenance
+
+    /// Flushes committed data to disk (`mdb_env_sync` with force), for the
+    /// non-durable sync modes.
+    public func flush() throws {
+        try check(mdb_env_sync(env, 1))
+    }
+
+    /// Clears reader slots left by processes that died.
+    /// - Returns: the number of slots cleared.
+    @discardableResult
+    public func clearStaleReaders() throws -> Int {
+        var dead: Int32 = 0
+        try check(mdb_reader_check(env, &dead))
+        return Int(dead)
+    }
+
+    /// Writes a copy of the environment into the (existing, empty) directory at `path`.
+    /// - Parameter compact: omit free pages and renumber them, so the copy is as small as possible.
+    public func copy(to path: String, compact: Bool) throws {
+        try lock.withShared {
+            try check(mdb_env_copy2(env, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
+        }
+    }
+
+    /// Shrinks the environment in the directory at `path` to its pages in use:
+    /// a compacting copy into a scratch directory, then an atomic `rename` over `data.mdb`.
+    ///
+    /// No process may have the environment open.
+    public static func compactFile(at path: String) throws {
+        let scratch = path + "/.compact-\(UInt64.random(in: 0...UInt64.max))"
+        guard mkdir(scratch, 0o700) == 0 else { throw LMDBError(code: errno) }
+        defer {
+            unlink(scratch + "/data.mdb")
+            unlink(scratch + "/lock.mdb")
+            rmdir(scratch)
+        }
+        do {
+            let environment = try Environment(path: path)
+            try environment.copy(to: scratch, compact: true)
+        }
+        guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
+    }
+
+    /// The size in bytes of the environment's data that is in use (last page × page size).
+    public var usedBytes: Int {
+        lock.withShared {
+            var stat = MDB_stat()
+            mdb_env_stat(env, &stat)
+            return (info().me_last_pgno + 1) * Int(stat.ms_psize)
+        }
+    }
+}
+
+/// A reset read transaction waiting in the pool.
+///
+/// `@unchecked Sendable` is safe here: a reset `MDB_NOTLS` read transaction
+/// belongs to no thread, and the pool hands each one to exactly one caller at a
+/// time (it is removed from the array under the mutex before use).
+private struct IdleReader: @unchecked Sendable {
+    let handle: OpaquePointer
+}

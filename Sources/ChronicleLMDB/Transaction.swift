@@ -1,0 +1,188 @@
+internal import CChronicleLMDB
+
+/// One LMDB transaction, used inside ``Environment/read(_:)`` or ``Environment/write(_:)``.
+///
+/// A transaction is `~Copyable`: it has exactly one owner, and the environment
+/// ends it (commit, abort or reset) when the closure it was lent to returns.
+/// Every value it returns is copied out of the memory map, so nothing outlives
+/// the transaction.
+public struct Transaction: ~Copyable {
+    let handle: OpaquePointer
+    /// `true` for a read-only transaction.
+    public let isReadOnly: Bool
+    private let abortOnDeinit: Bool
+
+    init(handle: OpaquePointer, isReadOnly: Bool, abortOnDeinit: Bool) {
+        self.handle = handle
+        self.isReadOnly = isReadOnly
+        self.abortOnDeinit = abortOnDeinit
+    }
+
+    deinit {
+        if abortOnDeinit { mdb_txn_abort(handle) }
+    }
+
+    /// Commits and ends the transaction.
+    consuming func commit() throws(LMDBError) {
+        let handle = self.handle
+        discard self
+        try check(mdb_txn_commit(handle))
+    }
+
+    /// This transaction's id (for a read transaction, the snapshot it sees).
+    public var id: Int { Int(mdb_txn_id(handle)) }
+
+    // MARK: - Reading
+
+    /// The value stored under `key`, copied out, or `nil` when absent.
+    public func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
+        var found: [UInt8]?
+        try withValue(database, key: key) { bytes in found = Array(bytes) }
+        return found
+    }
+
+    /// Calls `body` with the bytes stored under `key`, if any, without copying them.
+    ///
+    /// The buffer is valid only during `body`.
+    /// - Returns: `true` when the key was found and `body` ran.
+    @discardableResult
+    public func withValue(
+        _ database: Database, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Bool {
+        var value = MDB_val()
+        let rc = key.withMDBVal { keyVal in
+            mdb_get(handle, database.dbi, &keyVal, &value)
+        }
+        if rc == MDB_NOTFOUND { return false }
+        try check(rc)
+        try body(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        return true
+    }
+
+    /// The number of entries in `database`.
+    public func count(_ database: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, database.dbi, &stat))
+        return Int(stat.ms_entries)
+    }
+
+    /// Visits key/value pairs in key order, starting at the first key greater
+    /// than or equal to `start` (or at the beginning), until `body` returns `false`.
+    public func scan(
+        _ database: Database,
+        from start: [UInt8]? = nil,
+        _ body: ([UInt8], [UInt8]) throws -> Bool
+    ) throws {
+        try scanInPlace(database, from: start) { key, value in try body(Array(key), Array(value)) }
+    }
+
+    /// Like ``scan(_:from:_:)``, but lends the key and value in place, without copying them.
+    ///
+    /// The buffers point into the memory map and are valid only during `body`.
+    public func scanInPlace(
+        _ database: Database,
+        from start: [UInt8]? = nil,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        try withCursor(database) { cursor throws in
+            var key = MDB_val()
+            var value = MDB_val()
+            var rc: Int32
+            if let start {
+                rc = start.withMDBVal { startVal in
+                    key = startVal
+                    return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
+                }
+            } else {
+                rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+            }
+            while rc == 0 {
+                let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+                let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+                guard try body(keyBuffer, valueBuffer) else { return }
+                rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+            }
+            if rc != MDB_NOTFOUND { try check(rc) }
+        }
+    }
+
+    /// The last key/value pair of `database` in key order, or `nil` when it is empty.
+    public func last(_ database: Database) throws -> (key: [UInt8], value: [UInt8])? {
+        var result: (key: [UInt8], value: [UInt8])?
+        try withCursor(database) { cursor throws in
+            var key = MDB_val()
+            var value = MDB_val()
+            let rc = mdb_cursor_get(cursor, &key, &value, MDB_LAST)
+            if rc == MDB_NOTFOUND { return }
+            try check(rc)
+            result = (
+                Array(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)),
+                Array(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+            )
+        }
+        return result
+    }
+
+    private func withCursor(_ database: Database, _ body: (OpaquePointer) throws -> Void) throws {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, database.dbi, &cursor))
+        guard let cursor else { throw LMDBError(code: EINVAL_CODE) }
+        defer { mdb_cursor_close(cursor) }
+        try body(cursor)
+    }
+
+    // MARK: - Writing
+
+    /// Stores `value` under `key`.
+    public func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
+        let rc = key.withMDBVal { keyVal in
+            value.withMDBVal { valueVal in
+                mdb_put(handle, database.dbi, &keyVal, &valueVal, flags.rawValue)
+            }
+        }
+        try check(rc)
+    }
+
+    /// Stores `value` under `key` unless the key exists.
+    /// - Returns: `false` when the key was already present (nothing is written).
+    public func insert(_ database: Database, key: [UInt8], value: [UInt8]) throws -> Bool {
+        do {
+            try put(database, key: key, value: value, flags: .noOverwrite)
+            return true
+        } catch let error as LMDBError where error == .keyExists {
+            return false
+        }
+    }
+
+    /// Deletes `key`.
+    /// - Returns: `false` when the key was absent.
+    @discardableResult
+    public func delete(_ database: Database, key: [UInt8]) throws -> Bool {
+        let rc = key.withMDBVal { keyVal in
+            mdb_del(handle, database.dbi, &keyVal, nil)
+        }
+        if rc == MDB_NOTFOUND { return false }
+        try check(rc)
+        return true
+    }
+
+    /// Deletes every entry of `database`, keeping the database itself.
+    public func clear(_ database: Database) throws {
+        try check(mdb_drop(handle, database.dbi, 0))
+    }
+}
+
+/// `EINVAL`, spelled without importing Glibc into this file.
+let EINVAL_CODE: Int32 = 22
+
+extension Array where Element == UInt8 {
+    /// Lends the array's bytes to LMDB as an `MDB_val`. LMDB never writes through it.
+    @inline(__always)
+    func withMDBVal<R>(_ body: (inout MDB_val) throws -> R) rethrows -> R {
+        try withUnsafeBytes { buffer in
+            // An empty array may have no base address; LMDB reads no byte of a zero-length value.
+            var val = MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+            return try body(&val)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+internal import CChronicleSodium
+
+/// Errors from the libsodium wrapper.
+public enum SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `sodium_init` failed; libsodium cannot be used.
+    case initializationFailed
+    /// An AEAD ciphertext did not authenticate: wrong key, wrong associated data or altered bytes.
+    case authenticationFailed
+    /// A key, nonce or salt had the wrong length.
+    case invalidLength(what: String, expected: Int, actual: Int)
+    /// Key derivation ran out of memory or was given out-of-range limits.
+    case keyDerivationFailed
+    /// Secure memory could not be allocated.
+    case outOfMemory
+
+    public var description: String {
+        switch self {
+        case .initializationFailed: "libsodium could not be initialized"
+        case .authenticationFailed: "the ciphertext did not authenticate (wrong key, wrong context or altered bytes)"
+        case let .invalidLength(what, expected, actual): "\(what) must be \(expected) bytes, got \(actual)"
+        case .keyDerivationFailed: "key derivation failed (out of memory or invalid limits)"
+        case .outOfMemory: "secure memory could not be allocated"
+        }
+    }
+}
+
+/// Entry points of the wrapper that do not belong to one primitive.
+public enum Sodium {
+    private static let initialized: Bool = sodium_init() >= 0
+
+    /// Initializes libsodium once per process (thread-safe, idempotent).
+    public static func initialize() throws(SodiumError) {
+        if !initialized { throw .initializationFailed }
+    }
+
+    /// `count` bytes from the operating system's CSPRNG.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        if count > 0 { randombytes_buf(&bytes, count) }
+        return bytes
+    }
+
+    /// Compares two byte strings in constant time (for equal lengths).
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        return sodium_memcmp(a, b, a.count) == 0
+    }
+
+    /// Overwrites the array's bytes with zeros in a way the compiler cannot elide.
+    public static func wipe(_ bytes: inout [UInt8]) {
+        let count = bytes.count
+        guard count > 0 else { return }
+        bytes.withUnsafeMutableBytes { buffer in
+            sodium_memzero(buffer.baseAddress, count)
+        }
+    }
+}
