@@ -2,6 +2,7 @@ import Chronicle
 import ChronicleHTTP
 import Foundation
 import GRDB
+import Synchronization
 
 // chronicle-bench: Chronicle against the physical limit (raw LMDB) and the peers a user would
 // pick instead (GRDB/SQLite, UserDefaults), measured in one run on one disk with the same
@@ -54,6 +55,13 @@ var defaultsSuites: [String] = []
 }
 
 func key(_ i: Int) -> [UInt8] { Array("bench.key.\(i)".utf8) }
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
 let value8 = [UInt8](repeating: 7, count: 8)
 
 // MARK: - Durable writes
@@ -102,6 +110,27 @@ do {
                   String(format: "%.1f× the single-writer rate of %@ (target ≥ 5×)", speedup, rate(single.operationsPerSecond)))
 } catch {
     print("durable writes failed: \(error)")
+}
+
+// MARK: - Observers stay off the commit path
+
+do {
+    // The same durable set, first with no observer, then with 100 live `updates(of:)` observers
+    // of the key being written (each hears every change): the writer must not pay for them.
+    let store = try Store(directory: scratch.directory("observed"))
+    let observed = Key<Int>("bench.observed", default: 0)
+    let count = n(600)
+    let bare = try measure("set, no observers", count: count, warmup: 5) { i in try store.set(i, for: observed) }
+    let heard = Counter()
+    let observers = (0..<100).map { _ in
+        Task.detached { for await _ in store.updates(of: observed) { heard.add() } }
+    }
+    let watched = try measure("set, 100 observers", count: count, warmup: 5) { i in try store.set(count + i, for: observed) }
+    for observer in observers { observer.cancel() }
+    report.compare("durable set with 100 live observers", watched, bare, peerName: "same set, no observers", target: "≈ 1×")
+    print("  (observers heard \(heard.value) values)")
+} catch {
+    print("observer benchmark failed: \(error)")
 }
 
 // MARK: - GRDB (SQLite WAL)

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import Foundation
 import ChronicleLMDB
 import Logging
@@ -55,10 +56,9 @@ final class EventLog: Sendable {
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    guard let self else { return }
-                    try? self.environment.flush()
+                for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) {
+                    guard let environment = self?.environment else { return }
+                    _ = try? await BlockingWork.run { try environment.flush() }
                 }
             }
             flushTask.withLock { $0 = task }

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import Synchronization
 
 extension EventLog {
@@ -15,8 +16,7 @@ extension EventLog {
             let start = lastTransactionID
             poller = Task.detached { [weak self] in
                 var last = start
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: EventLog.pollInterval)
+                for await _ in AsyncTimerSequence(interval: EventLog.pollInterval, clock: .continuous) {
                     guard let self else { return }
                     if self.stopPollingIfIdle() { return }
                     let current = self.lastTransactionID

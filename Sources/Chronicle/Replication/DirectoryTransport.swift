@@ -9,6 +9,7 @@ import ChronicleSodium
 /// overwritten); a pull after file `n` returns file `n + 1` as a range of
 /// the mailbox's own numbering. Events keep their origins, so a mailbox
 /// relays between any number of replicas.
+/// File operations run off the cooperative pool (see `BlockingWork`).
 public struct DirectoryTransport: SyncTransport {
     /// The mailbox folder.
     public let directory: URL
@@ -19,10 +20,20 @@ public struct DirectoryTransport: SyncTransport {
     private var rangesFolder: URL { directory.appendingPathComponent("ranges", isDirectory: true) }
 
     public func info() async throws -> ReplicaInfo {
+        let transport = self
+        return try await BlockingWork.run { try transport.infoNow() }
+    }
+
+    private func infoNow() throws -> ReplicaInfo {
         ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: try lastIndex())
     }
 
     public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        let transport = self
+        return try await BlockingWork.run { try transport.pullNow(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents) }
+    }
+
+    private func pullNow(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) throws -> Data {
         let id = try identity()
         let last = try lastIndex()
         let index = min(after, last) + 1
@@ -36,6 +47,11 @@ public struct DirectoryTransport: SyncTransport {
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
+        let transport = self
+        return try await BlockingWork.run { try transport.pushNow(range) }
+    }
+
+    private func pushNow(_ range: Data) throws -> RangeReceipt {
         let decoded = try EventRange(decoding: Array(range))  // refuse to store anything malformed
         var receipt = RangeReceipt()
         receipt.received = decoded.events.count

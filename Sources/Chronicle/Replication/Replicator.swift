@@ -1,5 +1,7 @@
+import AsyncAlgorithms
 import Foundation
 import Logging
+public import ServiceLifecycle
 
 /// Replicates a store's log with peers: manual ``sync()`` and automatic-small mode.
 ///
@@ -12,7 +14,7 @@ import Logging
 /// Ranges move in bounded batches; each is applied in one durable transaction
 /// together with its checkpoint, so an interrupted sync resumes where it
 /// stopped, and a re-sent batch changes nothing.
-public actor Replicator {
+public actor Replicator: Service {
     /// Tuning for a replicator.
     public struct Configuration: Sendable {
         /// The largest payload pushed automatically (larger `.automaticSmall` values wait for `sync()`). Default 100 KiB.
@@ -88,13 +90,14 @@ public actor Replicator {
         guard remote.protocolVersion == EventRange.protocolVersion else {
             throw ChronicleError.malformedInput("the peer speaks range protocol \(remote.protocolVersion); this build speaks \(EventRange.protocolVersion)")
         }
-        let local = try store.replicaInfo()
+        let store = store
+        let local = try await BlockingWork.run { try store.replicaInfo() }
         guard remote.replicaID != local.replicaID else { return report }  // a store never syncs with itself
         let eventLog = try store.eventLog
 
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
-        var after = try eventLog.checkpoint(pullKey)
+        var after = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
         if after > remote.head { after = 0 }  // a checkpoint the remote cannot honour: start over (dots make it safe)
         while true {
             try Task.checkCancellation()
@@ -102,7 +105,7 @@ public actor Replicator {
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
             }
-            report.pulled.add(try store.importRange(range, checkpoint: (pullKey, range.upTo)))
+            report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo)) })
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if range.reachesHead || range.upTo <= after { break }
@@ -111,18 +114,21 @@ public actor Replicator {
 
         // Push: our log after our checkpoint for (remote, our epoch, push, filter).
         let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)
-        var sent = try eventLog.checkpoint(pushKey)
+        var sent = try await BlockingWork.run { try eventLog.checkpoint(pushKey) }
+        let (batchEvents, batchBytes) = (configuration.batchEvents, configuration.batchBytes)
         while true {
             try Task.checkCancellation()
-            let range = try eventLog.exportRange(
-                after: sent, filter: filter, excluding: remote.replicaID, maxEvents: configuration.batchEvents, maxBytes: configuration.batchBytes)
+            let after = sent
+            let range = try await BlockingWork.run {
+                try eventLog.exportRange(after: after, filter: filter, excluding: remote.replicaID, maxEvents: batchEvents, maxBytes: batchBytes)
+            }
             if !range.events.isEmpty {
                 report.pushed.add(try await peer.transport.push(Data(range.encoded())))
                 report.sent += range.events.count
                 report.batches += 1
                 configuration.progress?(peer.name, report.pulled.received + report.sent)
             }
-            if range.upTo > sent { try eventLog.setCheckpoint(pushKey, to: range.upTo) }
+            if range.upTo > sent { try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: range.upTo) } }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }
@@ -152,10 +158,8 @@ public actor Replicator {
         }
         let interval = configuration.pullInterval
         ticker = Task {
-            while !Task.isCancelled {
-                trigger.yield()
-                try? await Task.sleep(for: interval)
-            }
+            trigger.yield()
+            for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) { trigger.yield() }
         }
         let delay = configuration.pushDelay
         worker = Task { [weak self] in
@@ -166,6 +170,20 @@ public actor Replicator {
             }
         }
         eventLog.startPollingIfNeeded()
+    }
+
+    /// Runs automatic mode as a swift-service-lifecycle `Service`: starts it, and stops it when
+    /// the service group shuts down gracefully or the task is cancelled.
+    ///
+    /// ```swift
+    /// let group = ServiceGroup(services: [replicator], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    public func run() async throws {
+        start()
+        // Suspends until graceful shutdown or cancellation, then stops (the error of either is not a failure).
+        try? await gracefulShutdown()
+        stop()
     }
 
     /// Stops automatic mode. Nothing acknowledged is lost; the next start resumes.

@@ -8,13 +8,22 @@ public struct StoreTransport: SyncTransport {
     /// Creates a transport to `store`.
     public init(store: Store) { self.store = store }
 
-    public func info() async throws -> ReplicaInfo { try store.replicaInfo() }
+    // Each call reads or commits to LMDB, so it runs off the cooperative pool.
+
+    public func info() async throws -> ReplicaInfo {
+        let store = store
+        return try await BlockingWork.run { try store.replicaInfo() }
+    }
 
     public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
-        try store.exportRange(after: after, filter: filter, excludingOrigin: origin, maxEvents: min(maxEvents, 4096))
+        let store = store
+        return try await BlockingWork.run {
+            try store.exportRange(after: after, filter: filter, excludingOrigin: origin, maxEvents: min(maxEvents, 4096))
+        }
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
-        try store.importRange(range)
+        let store = store
+        return try await BlockingWork.run { try store.importRange(range) }
     }
 }
