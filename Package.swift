@@ -14,7 +14,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Tests only: child processes (swift-subprocess) and its file paths (swift-system).
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -55,12 +57,14 @@ let package = Package(
             name: "ChronicleHTTP",
             dependencies: [
                 "Chronicle",
+                "ChronicleSodium",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -94,11 +98,21 @@ let package = Package(
 
         .testTarget(name: "ChronicleLMDBTests", dependencies: ["ChronicleLMDB"]),
         .testTarget(name: "ChronicleSodiumTests", dependencies: ["ChronicleSodium"]),
-        .testTarget(name: "ChronicleTests", dependencies: ["Chronicle", "ChronicleTesting", "ChronicleLMDB", "chronicle", "chronicle-stress"]),
+        .testTarget(
+            name: "ChronicleTests",
+            dependencies: [
+                "Chronicle", "ChronicleTesting", "ChronicleLMDB", "chronicle", "chronicle-stress",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "ChronicleHTTPTests",
             dependencies: [
                 "ChronicleHTTP", "Chronicle", "ChronicleTesting", "chronicle",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Logging
 @testable import Chronicle
 @testable import ChronicleHTTP
 import ChronicleTesting
@@ -198,11 +199,15 @@ struct HTTPTests {
         #expect(served2[Key<String>("http.other", default: "")] == "pushed")
     }
 
-    @Test func constantTimeComparison() {
-        #expect(constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
-        #expect(!constantTimeEqual(Array("abd".utf8), Array("abc".utf8)))
-        #expect(!constantTimeEqual(Array("ab".utf8), Array("abc".utf8)))
-        #expect(!constantTimeEqual([], []))  // an empty configured token never authenticates
+    @Test func bearerTokenComparison() {
+        let middleware = BearerTokenMiddleware(token: Array("abc".utf8), logger: Logger(label: "test"))
+        #expect(middleware.accepts(Array("abc".utf8)))
+        #expect(!middleware.accepts(Array("abd".utf8)))
+        #expect(!middleware.accepts(Array("ab".utf8)))
+        #expect(!middleware.accepts(Array("abcd".utf8)))
+        #expect(!middleware.accepts([]))
+        let empty = BearerTokenMiddleware(token: [], logger: Logger(label: "test"))
+        #expect(!empty.accepts([]))  // an empty configured token never authenticates
     }
 }
 

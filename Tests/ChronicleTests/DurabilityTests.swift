@@ -1,5 +1,6 @@
 @testable import Chronicle
 import Dispatch
+import ChronicleTesting
 import Foundation
 import ChronicleLMDB
 import Synchronization
@@ -34,7 +35,7 @@ struct ConcurrencyTests {
         }
     }
 
-    @Test func groupCommitPutsQueuedCallersInOneGroup() throws {
+    @Test func groupCommitPutsQueuedCallersInOneGroup() async throws {
         // The first group blocks until seven more callers are queued; they must all share the second group.
         let groups = Mutex<[[Int]]>([])
         let release = DispatchSemaphore(value: 0)
@@ -87,30 +88,30 @@ struct ConcurrencyTests {
 }
 
 struct ProcessTests {
-    @Test func anotherProcessReadsAndWritesTheSameStore() throws {
-        try withTemporaryStore { store, directory throws in
+    @Test func anotherProcessReadsAndWritesTheSameStore() async throws {
+        try await withTemporaryStore { store, directory async throws in
             store[.theme] = .dark
-            let get = try runChronicle(["get", "settings.theme", "--store", directory.path])
+            let get = try await runChronicle(["get", "settings.theme", "--store", directory.path])
             #expect(get.status == 0)
             #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\"dark\"")
 
-            let set = try runChronicle(["set", "settings.theme", "light", "--store", directory.path])
+            let set = try await runChronicle(["set", "settings.theme", "light", "--store", directory.path])
             #expect(set.status == 0, "\(set.stderr)")
             #expect(store[.theme] == .light)  // the other process's commit invalidates the read cache
             let history = try store.history(of: .theme)
             #expect(history.count == 2)
             #expect(history.allSatisfy { $0.origin == history[0].origin })  // one replica id, shared by both processes
 
-            let rm = try runChronicle(["rm", "settings.theme", "--store", directory.path])
+            let rm = try await runChronicle(["rm", "settings.theme", "--store", directory.path])
             #expect(rm.status == 0)
             #expect(store[.theme] == .system)
             #expect(try store.verify().isSound)
         }
     }
 
-    @Test func missingValueExitsNonZero() throws {
-        try withTemporaryStore { _, directory throws in
-            let get = try runChronicle(["get", "nothing.here", "--store", directory.path])
+    @Test func missingValueExitsNonZero() async throws {
+        try await withTemporaryStore { _, directory async throws in
+            let get = try await runChronicle(["get", "nothing.here", "--store", directory.path])
             #expect(get.status == 1)
             #expect(get.stderr.contains("no value"))
         }
@@ -118,10 +119,10 @@ struct ProcessTests {
 }
 
 struct MapGrowthTests {
-    @Test func storeGrowsPastItsInitialMap() throws {
+    @Test func storeGrowsPastItsInitialMap() async throws {
         var configuration = Store.Configuration()
         configuration.initialMapSize = 256 * 1024
-        try withTemporaryStore(configuration: configuration) { store, _ throws in
+        try await withTemporaryStore(configuration: configuration) { store, _ async throws in
             let payload = Data(repeating: 0xAB, count: 32 * 1024)
             for i in 0..<120 {
                 try store.set(payload, for: Key<Data>("blob.\(i)", default: Data()))
@@ -152,7 +153,7 @@ struct CorruptionTests {
         try handle.close()
     }
 
-    @Test func alteredRecordIsReportedWithItsSequence() throws {
+    @Test func alteredRecordIsReportedWithItsSequence() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let marker = "MARKER-7f3a9c"
@@ -178,13 +179,13 @@ struct CorruptionTests {
             return true
         }
         #expect(store[key] == marker)  // nothing was applied by the failed rebuild
-        let verify = try runChronicle(["verify", "--store", directory.path])
+        let verify = try await runChronicle(["verify", "--store", directory.path])
         #expect(verify.status == 1)
         #expect(verify.stderr.contains("sequence: 2"))
     }
 
-    @Test func undecodableRecordIsReportedNotCrashed() throws {
-        try withTemporaryStore { store, _ throws in
+    @Test func undecodableRecordIsReportedNotCrashed() async throws {
+        try await withTemporaryStore { store, _ async throws in
             try store.set(.dark, for: .theme)
             let eventLog = try store.eventLog
             // Write a record whose body does not decode, with a valid chain hash: decoding must fail by name.
@@ -205,8 +206,8 @@ struct CorruptionTests {
         }
     }
 
-    @Test func rebuiltViewsEqualTheViewsBefore() throws {
-        try withTemporaryStore { store, _ throws in
+    @Test func rebuiltViewsEqualTheViewsBefore() async throws {
+        try await withTemporaryStore { store, _ async throws in
             for i in 0..<50 {
                 store[Key<Int>("n.\(i % 7)", default: 0)] = i
                 if i % 5 == 0 { try store.remove(Key<Int>("n.\(i % 3)", default: 0)) }

@@ -1,4 +1,5 @@
 @testable import Chronicle
+import ChronicleTesting
 import Foundation
 import ChronicleLMDB
 import Synchronization
@@ -54,7 +55,7 @@ func runAndKill(_ mode: String, store: URL, extra: [String] = [], random: inout 
 }
 
 struct CrashSafetyTests {
-    @Test func killedWritersLoseNoAcknowledgedWrite() throws {
+    @Test func killedWritersLoseNoAcknowledgedWrite() async throws {
         var random = SeededGenerator(seed: 11)
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -75,7 +76,7 @@ struct CrashSafetyTests {
         #expect(acknowledged.reduce(0, +) > 0)
     }
 
-    @Test func killedBatchesAreAllOrNothing() throws {
+    @Test func killedBatchesAreAllOrNothing() async throws {
         var random = SeededGenerator(seed: 12)
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -124,7 +125,7 @@ struct CrashSafetyTests {
         }
     }
 
-    @Test func staleReaderSlotsOfKilledProcessesAreCleared() throws {
+    @Test func staleReaderSlotsOfKilledProcessesAreCleared() async throws {
         var random = SeededGenerator(seed: 13)
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -142,7 +143,7 @@ struct CorruptFileTests {
         try store.write { batch in for i in 0..<500 { batch[Key<Int>("k.\(i)", default: 0)] = i } }
     }
 
-    @Test func truncatedZeroedAndGarbageFilesGiveClearErrors() throws {
+    @Test func truncatedZeroedAndGarbageFilesGiveClearErrors() async throws {
         for damage in ["truncate", "zero", "garbage", "empty"] {
             let directory = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
@@ -162,7 +163,7 @@ struct CorruptFileTests {
                 continue
             }
             #expect(throws: ChronicleError.self, "\(damage)") { _ = try Store(directory: directory) }
-            let tool = try runChronicle(["verify", "--store", directory.path])
+            let tool = try await runChronicle(["verify", "--store", directory.path])
             #expect(tool.status != 0 && tool.stderr.contains("storage error"), "\(damage): \(tool.stderr)")
         }
     }
@@ -170,9 +171,9 @@ struct CorruptFileTests {
 
 struct HostileInputTests {
     /// Random bytes and mutations of valid inputs must give errors, never crashes, and apply nothing.
-    @Test func decodersSurviveRandomAndMutatedInput() throws {
+    @Test func decodersSurviveRandomAndMutatedInput() async throws {
         var random = SeededGenerator(seed: 99)
-        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { source, _ throws in
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { source, _ async throws in
             source[.theme] = .dark
             try source.set("secret", for: .apiToken)
             source[.profile] = Profile(name: "x", tags: ["a"], scores: ["b": 1], nested: nil)
@@ -180,7 +181,7 @@ struct HostileInputTests {
             let event = try EventRange(decoding: valid).events[0]
             let validEvent = event.encoded()
             let validEntry = ViewEntry(event: event, sequence: 1).encoded()
-            try withTemporaryStore { target, _ throws in
+            try await withTemporaryStore { target, _ async throws in
                 for round in 0..<3_000 {
                     var bytes: [UInt8]
                     switch round % 4 {
@@ -212,7 +213,7 @@ struct HostileInputTests {
         }
     }
 
-    @Test func valueDecoderSurvivesMismatchedPayloads() throws {
+    @Test func valueDecoderSurvivesMismatchedPayloads() async throws {
         var random = SeededGenerator(seed: 7)
         for _ in 0..<2_000 {
             let payload = (0..<Int.random(in: 0..<24, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -231,7 +232,7 @@ struct HostileInputTests {
 
 struct FullDiskTests {
     /// A store on a 3 MiB tmpfs: filling the disk gives a clear error, and the store stays consistent.
-    @Test func fullDiskLeavesTheStoreConsistent() throws {
+    @Test func fullDiskLeavesTheStoreConsistent() async throws {
         let mountPoint = temporaryDirectory()
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: mountPoint) }

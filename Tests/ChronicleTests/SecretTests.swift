@@ -1,6 +1,8 @@
 @testable import Chronicle
+import ChronicleTesting
 import Foundation
 import ChronicleLMDB
+import InMemoryLogging
 import Logging
 import Synchronization
 import Testing
@@ -13,26 +15,6 @@ extension Keys {
 /// A passphrase store configuration with the cheapest Argon2id cost, so tests stay fast.
 func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false) -> Store.Configuration {
     Store.Configuration(keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
-}
-
-/// Collects log messages and metadata, to check that secrets never reach a log.
-final class CapturingLogHandler: LogHandler, Sendable {
-    let lines = Mutex<[String]>([])
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-    func log(event: LogEvent) {
-        lines.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") }
-    }
 }
 
 struct SecretTests {
@@ -270,7 +252,7 @@ struct SecretTests {
 
     @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
         let marker = "REDACT-ME-\(UUID().uuidString)"
-        let handler = CapturingLogHandler()
+        let handler = InMemoryLogHandler()
         var configuration = passphraseConfiguration("pw")
         configuration.logger = Logger(label: "test") { _ in handler }
         try withTemporaryStore(configuration: configuration) { store, _ throws in
@@ -292,7 +274,7 @@ struct SecretTests {
             } catch {
                 #expect(!String(describing: error).contains(marker))
             }
-            let lines = handler.lines.withLock { $0 }
+            let lines = handler.entries.map { "\($0.message) \($0.metadata) \($0.error.map { String(describing: $0) } ?? "")" }
             #expect(!lines.isEmpty)
             #expect(lines.allSatisfy { !$0.contains(marker) })
             #expect(try store.logEntries().allSatisfy { ($0.valueJSON ?? "").contains(marker) == false })

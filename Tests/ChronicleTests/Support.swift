@@ -1,30 +1,12 @@
 import Chronicle
+import ChronicleTesting
 import Foundation
+import Subprocess
+import SystemPackage
 import Testing
 
-/// A fresh store directory for one test, deleted afterwards.
-func temporaryDirectory() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-tests-\(UUID().uuidString)", isDirectory: true)
-}
-
-/// Runs `body` with a store in its own temporary directory, deleted afterwards.
-func withTemporaryStore<R>(
-    configuration: Store.Configuration = .init(), _ body: (Store, URL) throws -> R
-) throws -> R {
-    let directory = temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try Store(directory: directory, configuration: configuration)
-    return try body(store, directory)
-}
-
-func withTemporaryStore<R>(
-    configuration: Store.Configuration = .init(), _ body: (Store, URL) async throws -> R
-) async throws -> R {
-    let directory = temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try Store(directory: directory, configuration: configuration)
-    return try await body(store, directory)
-}
+/// A fresh store directory for one test (deleted by the test).
+func temporaryDirectory() -> URL { temporaryStoreDirectory() }
 
 /// The `chronicle` executable built beside the test bundle.
 func chronicleExecutable() throws -> URL {
@@ -45,26 +27,22 @@ struct ToolResult {
     var stderr: String
 }
 
-/// Runs the `chronicle` tool with `arguments` and waits for it.
-func runChronicle(_ arguments: [String], environment: [String: String] = [:]) throws -> ToolResult {
-    let process = Process()
-    process.executableURL = try chronicleExecutable()
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ToolResult(
-        status: process.terminationStatus,
-        stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
+/// Runs the `chronicle` tool with `arguments` (and `input` on its standard input) and waits for it.
+///
+/// swift-subprocess reads standard output and standard error concurrently, so
+/// a tool that fills one pipe while the test reads the other cannot deadlock.
+func runChronicle(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> ToolResult {
+    var overrides: [Environment.Key: String?] = [:]
+    for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
+    let result = try await Subprocess.run(
+        .path(FilePath(try chronicleExecutable().path)), arguments: Arguments(arguments),
+        environment: .inherit.updating(overrides), input: .string(input ?? ""),
+        output: .string(limit: 64 << 20), error: .string(limit: 64 << 20))
+    let status: Int32 = switch result.terminationStatus {
+    case let .exited(code): code
+    case let .signaled(signal): 128 + signal
+    }
+    return ToolResult(status: status, stdout: result.standardOutput, stderr: result.standardError)
 }
 
 /// Every byte of every file under `directory`.

@@ -1,4 +1,5 @@
 @testable import Chronicle
+import ChronicleTesting
 import Foundation
 import Testing
 
@@ -18,20 +19,20 @@ func normalized(_ text: String) -> String {
 
 struct ToolTests {
     /// A store with a known history, made through the tool itself.
-    func fixture(_ directory: URL) throws {
+    func fixture(_ directory: URL) async throws {
         for arguments in [
             ["set", "settings.theme", "dark"], ["set", "stats.launches", "3"], ["set", "user.profile", #"{"name":"Ada","tags":["x"]}"#],
             ["set", "settings.theme", "light"], ["rm", "stats.launches"],
         ] {
-            let result = try runChronicle(arguments + ["--store", directory.path])
+            let result = try await runChronicle(arguments + ["--store", directory.path])
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
         }
     }
 
-    @Test func logHumanFormatMatchesGoldenOutput() throws {
-        try withTemporaryStore { _, directory throws in
-            try fixture(directory)
-            let log = try runChronicle(["log", "--store", directory.path])
+    @Test func logHumanFormatMatchesGoldenOutput() async throws {
+        try await withTemporaryStore { _, directory async throws in
+            try await fixture(directory)
+            let log = try await runChronicle(["log", "--store", directory.path])
             #expect(log.status == 0)
             let golden = """
                 1\t<date>\t<short>\tdefaults\tsettings.theme\tset\t"dark"
@@ -43,7 +44,7 @@ struct ToolTests {
                 """
             #expect(normalized(log.stdout) == golden)
 
-            let keys = try runChronicle(["keys", "--store", directory.path])
+            let keys = try await runChronicle(["keys", "--store", directory.path])
             let keysGolden = """
                 KEY                       DOMAIN    POLICY          SIZE  REVISIONS  LAST WRITER  CHANGED  SEALED
                 settings.theme            defaults  automaticSmall  5     2          <short>     <date>  no
@@ -55,10 +56,10 @@ struct ToolTests {
         }
     }
 
-    @Test func jsonOutputParses() throws {
-        try withTemporaryStore { _, directory throws in
-            try fixture(directory)
-            let log = try runChronicle(["log", "--json", "--key", "settings.theme", "--store", directory.path])
+    @Test func jsonOutputParses() async throws {
+        try await withTemporaryStore { _, directory async throws in
+            try await fixture(directory)
+            let log = try await runChronicle(["log", "--json", "--key", "settings.theme", "--store", directory.path])
             let lines = log.stdout.split(separator: "\n")
             #expect(lines.count == 2)
             for line in lines {
@@ -69,104 +70,104 @@ struct ToolTests {
             }
             let last = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
             #expect(last["value"] as? String == "light")
-            let keys = try runChronicle(["keys", "--json", "--store", directory.path])
+            let keys = try await runChronicle(["keys", "--json", "--store", directory.path])
             #expect(keys.stdout.split(separator: "\n").count == 3)
-            let get = try runChronicle(["get", "user.profile", "--store", directory.path])
+            let get = try await runChronicle(["get", "user.profile", "--store", directory.path])
             let profile = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])
             #expect(profile["name"] as? String == "Ada")
         }
     }
 
-    @Test func sealedValuesNeverPrint() throws {
+    @Test func sealedValuesNeverPrint() async throws {
         let marker = "TOOL-SECRET-\(UUID().uuidString)"
-        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory throws in
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory async throws in
             try store.set(marker, for: .apiToken)
             let passphraseFile = directory.appendingPathComponent("../pw-\(UUID().uuidString)").standardizedFileURL
             try Data("pw\n".utf8).write(to: passphraseFile)
             defer { try? FileManager.default.removeItem(at: passphraseFile) }
             for arguments in [["log"], ["log", "--json"], ["keys"], ["keys", "--json"], ["stats"], ["verify"]] {
-                let result = try runChronicle(arguments + ["--store", directory.path, "--passphrase-file", passphraseFile.path])
+                let result = try await runChronicle(arguments + ["--store", directory.path, "--passphrase-file", passphraseFile.path])
                 #expect(result.status == 0, "\(arguments): \(result.stderr)")
                 #expect(!result.stdout.contains(marker) && !result.stderr.contains(marker))
             }
         }
     }
 
-    @Test func pointInTimeReplay() throws {
-        try withTemporaryStore { store, directory throws in
-            try fixture(directory)
+    @Test func pointInTimeReplay() async throws {
+        try await withTemporaryStore { store, directory async throws in
+            try await fixture(directory)
             let into = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: into) }
-            let result = try runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
+            let result = try await runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
             #expect(result.status == 0, "\(result.stderr)")
-            let past = try runChronicle(["get", "settings.theme", "--store", into.path])
+            let past = try await runChronicle(["get", "settings.theme", "--store", into.path])
             #expect(past.stdout.contains("dark"))
-            let launches = try runChronicle(["get", "stats.launches", "--store", into.path])
+            let launches = try await runChronicle(["get", "stats.launches", "--store", into.path])
             #expect(launches.stdout.contains("3"))
             #expect(store[Key<String>("settings.theme", default: "")] == "light")  // the original is untouched
             let copy = try Store(directory: into)
             #expect(try copy.replicaID != store.replicaID)
             #expect(try copy.logEntries().map(\.origin).allSatisfy { $0 == (try store.replicaID) })
             #expect(try copy.verify().isSound)
-            let again = try runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
+            let again = try await runChronicle(["replay", "--until", "3", "--into", into.path, "--store", directory.path])
             #expect(again.status != 0)  // refuses a non-empty directory
         }
     }
 
-    @Test func exportImportRoundTrip() throws {
-        try withTemporaryStore { _, directory throws in
-            try fixture(directory)
+    @Test func exportImportRoundTrip() async throws {
+        try await withTemporaryStore { _, directory async throws in
+            try await fixture(directory)
             let file = temporaryDirectory().appendingPathExtension("range")
             defer { try? FileManager.default.removeItem(at: file) }
-            #expect(try runChronicle(["export", "--from", "2", "--to", "4", file.path, "--store", directory.path]).status == 0)
-            try withTemporaryStore { other, otherDirectory throws in
-                let imported = try runChronicle(["import", file.path, "--store", otherDirectory.path])
+            #expect(try await runChronicle(["export", "--from", "2", "--to", "4", file.path, "--store", directory.path]).status == 0)
+            try await withTemporaryStore { other, otherDirectory async throws in
+                let imported = try await runChronicle(["import", file.path, "--store", otherDirectory.path])
                 #expect(imported.status == 0, "\(imported.stderr)")
                 #expect(imported.stdout.contains("applied 3"))
                 #expect(other[Key<Int>("stats.launches", default: 0)] == 3)
                 #expect(other[Key<String>("settings.theme", default: "")] == "light")
-                #expect(try runChronicle(["import", file.path, "--store", otherDirectory.path]).stdout.contains("duplicates 3"))
+                #expect(try await runChronicle(["import", file.path, "--store", otherDirectory.path]).stdout.contains("duplicates 3"))
                 try Data("garbage".utf8).write(to: file)
-                let bad = try runChronicle(["import", file.path, "--store", otherDirectory.path])
+                let bad = try await runChronicle(["import", file.path, "--store", otherDirectory.path])
                 #expect(bad.status != 0)
                 #expect(bad.stderr.contains("malformed"))
             }
         }
     }
 
-    @Test func exitStatusesAndErrors() throws {
-        try withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory throws in
+    @Test func exitStatusesAndErrors() async throws {
+        try await withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory async throws in
             try store.set("x", for: .apiToken)
-            let wrong = try runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
+            let wrong = try await runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
             #expect(wrong.status != 0)
             #expect(wrong.stderr.contains("passphrase or key file"))
-            let badFlag = try runChronicle(["log", "--since", "yesterday-ish", "--store", directory.path])
+            let badFlag = try await runChronicle(["log", "--since", "yesterday-ish", "--store", directory.path])
             #expect(badFlag.status != 0)
             #expect(badFlag.stderr.contains("ISO 8601"))
-            let unknown = try runChronicle(["frobnicate"])
+            let unknown = try await runChronicle(["frobnicate"])
             #expect(unknown.status != 0)
         }
         let notAStore = temporaryDirectory()
         try FileManager.default.createDirectory(at: notAStore, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: notAStore) }
         try Data(repeating: 0x5A, count: 65536).write(to: notAStore.appendingPathComponent("data.mdb"))
-        let bad = try runChronicle(["stats", "--store", notAStore.path])
+        let bad = try await runChronicle(["stats", "--store", notAStore.path])
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("storage error"))
         for command in ["log", "replay", "get", "set", "rm", "keys", "verify", "export", "import", "compact", "stats", "demo"] {
-            let help = try runChronicle([command, "--help"])
+            let help = try await runChronicle([command, "--help"])
             #expect(help.status == 0 && help.stdout.contains("--store"), "\(command) --help")
         }
     }
 
-    @Test func compactKeepsCurrentValuesAndVerify() throws {
-        try withTemporaryStore { store, directory throws in
+    @Test func compactKeepsCurrentValuesAndVerify() async throws {
+        try await withTemporaryStore { store, directory async throws in
             for i in 0..<50 { store[.launches] = i }
             store[.theme] = .dark
             try store.remove(.draft)
             store[.draft] = "kept"
             let before = try store.catalog().map { "\($0.name)=\($0.isRemoved)" }
-            let result = try runChronicle(["compact", "--before", "2999-01-01", "--store", directory.path])
+            let result = try await runChronicle(["compact", "--before", "2999-01-01", "--store", directory.path])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("dropped"))
             #expect(store[.launches] == 49 && store[.theme] == .dark && store[.draft] == "kept")
@@ -174,7 +175,7 @@ struct ToolTests {
             #expect(try store.verify().isSound)
             #expect(try store.logEntries().count == 3)
             // Dropped events are never imported again.
-            try withTemporaryStore { other, _ throws in
+            try await withTemporaryStore { other, _ async throws in
                 _ = try other.importRange(try store.exportRange(after: 0))
                 _ = try store.importRange(try other.exportRange(after: 0))
                 #expect(try store.logEntries().count == 3)

@@ -1,4 +1,5 @@
 import Chronicle
+import ChronicleTesting
 import Foundation
 import Testing
 

@@ -1,11 +1,11 @@
 public import Chronicle
-import Dispatch
 public import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 public import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 
 /// Serves a store's log to replicas over HTTP (`chronicle serve`).
@@ -136,86 +136,15 @@ public struct ChronicleServer: Sendable {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` on every request, in constant time.
-struct BearerTokenMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
-    let token: [UInt8]
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let header = request.headers[.authorization] ?? ""
-        let prefix = "Bearer "
-        let presented = header.hasPrefix(prefix) ? Array(header.utf8.dropFirst(prefix.utf8.count)) : []
-        guard constantTimeEqual(presented, token) else {
-            logger.notice("chronicle: refused a request with a missing or wrong token", metadata: ["path": "\(request.uri.path)"])
-            var headers = HTTPFields()
-            headers[.wwwAuthenticate] = "Bearer"
-            return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "missing or wrong bearer token\n")))
-        }
-        return try await next(request, context)
-    }
+/// Runs blocking store work (a durable commit may fsync) on NIO's blocking thread pool,
+/// off the event loops and off Swift's cooperative pool.
+func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await NIOThreadPool.singleton.runIfActive { try work() }
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-    for index in 0..<max(a.count, b.count) {
-        difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
-    }
-    return difference == 0 && !b.isEmpty
-}
-
-let rangeMediaType = "application/vnd.chronicle.range"
-
-/// `syncable` (default) or `small:BYTES`.
-func parseFilter(_ text: String?) throws -> RangeFilter {
-    guard let text, text != "syncable" else { return .syncable }
-    if text.hasPrefix("small:"), let limit = Int(text.dropFirst(6)), limit >= 0 { return .automaticSmall(maxPayload: limit) }
-    throw HTTPError(.badRequest, message: "filter is syncable or small:BYTES")
-}
-
-func filterText(_ filter: RangeFilter) -> String {
-    switch filter {
-    case .syncable: "syncable"
-    case let .automaticSmall(limit): "small:\(limit)"
-    }
-}
-
-/// ``ReplicaInfo`` on the wire: ids in hex.
-struct WireInfo: Codable {
-    var replicaID: String
-    var epoch: String
-    var protocolVersion: UInt8
-    var head: UInt64
-
-    init(_ info: ReplicaInfo) {
-        replicaID = info.replicaID.hex
-        epoch = info.epoch.hex
-        protocolVersion = info.protocolVersion
-        head = info.head
-    }
-
-    func info() throws -> ReplicaInfo {
-        guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
-            throw ChronicleError.malformedInput("the peer's info is malformed")
-        }
-        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head)
-    }
-}
-
-
-
+/// A 200 response with `value` as JSON.
 func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
     var headers = HTTPFields()
     headers[.contentType] = "application/json"
     return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
-}
-
-/// Runs blocking store work (a durable commit may fsync) off the event loops.
-func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try work() })
-        }
-    }
 }

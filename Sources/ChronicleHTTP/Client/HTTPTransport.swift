@@ -83,10 +83,3 @@ public struct HTTPTransport: SyncTransport {
         return Data(buffer.readableBytesView)
     }
 }
-
-extension Peer {
-    /// A `chronicle serve` reached over HTTP(S), authenticated with a bearer token.
-    public static func http(_ url: URL, token: String, trustedCertificates: URL? = nil) -> Peer {
-        Peer(name: url.absoluteString, transport: HTTPTransport(baseURL: url, token: token, trustedCertificates: trustedCertificates))
-    }
-}

@@ -1,0 +1,21 @@
+import ArgumentParser
+import Chronicle
+
+extension ChronicleCommand {
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the current value of a key (JSON where the value is structured).",
+            discussion: "Exits with status 1 when the key has no value.\n\nExample: chronicle get settings.theme --store ./store")
+
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The key name.") var key: String
+
+        func run() throws {
+            guard let json = try options.open().currentValueJSON(forKeyNamed: key) else {
+                printError("\(key): no value")
+                throw ExitCode(1)
+            }
+            print(json)
+        }
+    }
+}

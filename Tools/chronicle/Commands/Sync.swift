@@ -1,0 +1,43 @@
+import ArgumentParser
+import Chronicle
+import ChronicleHTTP
+import Foundation
+
+extension ChronicleCommand {
+    struct Sync: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Push and pull every syncable event with a `chronicle serve` peer.",
+            discussion: """
+                Resumes from per-peer checkpoints; an interrupted sync loses nothing and the next one continues.
+
+                Example: chronicle sync --store ./store --peer http://127.0.0.1:7070 --token s3cret
+                """)
+
+        @OptionGroup var options: StoreOptions
+        @Option(help: ArgumentHelp("The peer's base URL.", valueName: "URL")) var peer: String
+        @Option(help: "The bearer token.") var token: String?
+        @Option(help: ArgumentHelp("Read the bearer token from this file.", valueName: "FILE")) var tokenFile: String?
+        @Option(help: ArgumentHelp("Trust these PEM certificate authorities (a self-signed server).", valueName: "FILE")) var ca: String?
+
+        func validate() throws {
+            if (token == nil) == (tokenFile == nil) { throw ValidationError("give exactly one of --token or --token-file") }
+            guard let url = URL(string: peer), ["http", "https"].contains(url.scheme ?? "") else {
+                throw ValidationError("--peer must be an http:// or https:// URL")
+            }
+        }
+
+        func run() async throws {
+            let secret = try readToken(token: token, tokenFile: tokenFile)
+            guard let url = URL(string: peer) else { throw ValidationError("bad --peer URL") }
+            let store = try options.open()
+            var configuration = Replicator.Configuration()
+            let progress = ProgressLine(label: "sync")
+            configuration.progress = { _, events in progress.count(events) }
+            let replicator = Replicator(
+                store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) })], configuration: configuration)
+            let report = try await replicator.sync()
+            progress.finish()
+            print("sent \(report.sent), received \(report.received), applied \(report.applied), duplicates \(report.duplicates), deferred \(report.deferred)")
+        }
+    }
+}
