@@ -7,16 +7,6 @@ import Logging
 import Synchronization
 import Testing
 
-extension Keys {
-    static let apiToken = SecretKey<String?>("auth.token")
-    static let pin = SecretKey<Int>("auth.pin", default: 0)
-}
-
-/// A passphrase store configuration with the cheapest Argon2id cost, so tests stay fast.
-func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false) -> Store.Configuration {
-    Store.Configuration(keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
-}
-
 struct SecretTests {
     @Test func secretsRoundTripInEveryForm() throws {
         try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
@@ -279,27 +269,5 @@ struct SecretTests {
             #expect(lines.allSatisfy { !$0.contains(marker) })
             #expect(try store.logEntries().allSatisfy { ($0.valueJSON ?? "").contains(marker) == false })
         }
-    }
-}
-
-struct KeyGroupTests {
-    @Test func aReplicaWithTheWrongPassphraseRefusesToWriteSecrets() async throws {
-        let directories = (0..<2).map { _ in temporaryDirectory() }
-        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
-        let a = try Store(directory: directories[0], configuration: passphraseConfiguration("group passphrase"))
-        try a.set("from a", for: SecretKey<String?>("group.secret", sync: .manual))
-        let typo = try Store(directory: directories[1], configuration: passphraseConfiguration("group passphrasr"))
-        try await Replicator(store: typo, peers: [.store(a)]).sync()
-        #expect(throws: ChronicleError.wrongKey) { try typo.value(for: SecretKey<String?>("group.secret", sync: .manual)) }
-        #expect(throws: ChronicleError.wrongKey) { try typo.set("mine", for: SecretKey<String?>("other.secret")) }
-        #expect(try typo.logEntries().filter { $0.domain == "secrets" }.count == 1)  // only the relayed one
-        // The same passphrase on the new device is all it takes.
-        let fixed = try Store(directory: temporaryDirectory(), configuration: passphraseConfiguration("group passphrase"))
-        defer { try? FileManager.default.removeItem(at: fixed.directory) }
-        try await Replicator(store: fixed, peers: [.store(a)]).sync()
-        #expect(fixed[SecretKey<String?>("group.secret", sync: .manual)] == "from a")
-        try fixed.set("from the new device", for: SecretKey<String?>("group.secret", sync: .manual))
-        try await Replicator(store: fixed, peers: [.store(a)]).sync()
-        #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from the new device")
     }
 }

@@ -1,0 +1,34 @@
+// The snippets of Documentation.docc/GettingStarted.md: compiled by every build; a test checks the article shows these lines.
+// snippet.hide
+import Chronicle
+import Foundation
+
+let applicationSupport = FileManager.default.temporaryDirectory.appendingPathComponent("getting-started-\(UUID().uuidString)")
+// snippet.show
+enum Theme: String, Codable, Sendable { case system, light, dark }
+
+extension Keys {
+    static let theme    = Key<Theme>("settings.theme", default: .system)
+    static let launches = Key<Int>("stats.launches", default: 0, sync: .never)
+    static let draft    = Key<String?>("editor.draft", sync: .manual)
+}
+// snippet.hide
+// snippet.show
+let store = try Store(directory: applicationSupport.appendingPathComponent("settings"))
+// snippet.hide
+// snippet.show
+try Store.bootstrap(appID: "com.example.notes")
+Store.standard[.theme] = .dark
+// snippet.hide
+// snippet.show
+store[.theme] = .dark                 // non-throwing: errors go to the configured Logger
+try store.set(.light, for: .theme)    // throwing form
+let theme = store[.theme]             // the default when absent; reading writes nothing
+try store.remove(.theme)              // appends a tombstone
+try store.write { batch in            // one transaction, one fsync: all or nothing
+    batch[.launches] = 3
+    batch[.draft] = nil
+}
+for revision in try store.history(of: .theme) {
+    print(revision.value as Any, revision.date, revision.origin)
+}

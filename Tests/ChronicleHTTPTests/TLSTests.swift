@@ -1,0 +1,49 @@
+import AsyncHTTPClient
+import Logging
+@testable import Chronicle
+@testable import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+struct TLSTests {
+    /// HTTPS with a self-signed certificate made by `openssl` (skipped where openssl is missing).
+    @Test func syncOverHTTPSWithATrustedSelfSignedCertificate() async throws {
+        let directories = Directories()
+        let pki = directories.make()
+        try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", pki.appendingPathComponent("key.pem").path, "-out", pki.appendingPathComponent("cert.pem").path,
+        ]
+        openssl.standardError = FileHandle.nullDevice
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { return }
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+
+        let server = try Store(directory: directories.make())
+        let client = try Store(directory: directories.make())
+        server[.httpNote] = "over TLS"
+        let tls = ChronicleServer.TLS(certificateChain: pki.appendingPathComponent("cert.pem"), privateKey: pki.appendingPathComponent("key.pem"))
+        let port = Mutex<Int?>(nil)
+        let chronicleServer = ChronicleServer(store: server, token: "tls-token")
+        let task = Task { try await chronicleServer.run(host: "127.0.0.1", port: 0, tls: tls) { bound in port.withLock { $0 = bound } } }
+        defer { task.cancel() }
+        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+        let url = URL(string: "https://127.0.0.1:\(port.withLock { $0 }!)")!
+        // Without trusting the certificate the connection fails; trusting it, the sync works.
+        var untrusting = HTTPTransport(baseURL: url, token: "tls-token")
+        untrusting.timeout = .seconds(3)  // the client keeps retrying a failed handshake until its deadline
+        let untrusted = Peer(name: "untrusted", transport: untrusting)
+        await #expect(throws: (any Error).self) { try await Replicator(store: client, peers: [untrusted]).sync() }
+        try await Replicator(store: client, peers: [.http(url, token: "tls-token", trustedCertificates: pki.appendingPathComponent("cert.pem"))]).sync()
+        #expect(client[.httpNote] == "over TLS")
+    }
+}

@@ -1,0 +1,45 @@
+@testable import Chronicle
+import ChronicleTesting
+import Foundation
+import Observation
+import Synchronization
+import Testing
+
+/// Collects values from `stream` until `stop` says so (or a generous deadline passes, which fails the test).
+func collect<V: Sendable>(
+    _ stream: AsyncStream<V>, until stop: @escaping @Sendable ([V]) -> Bool,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> [V] {
+    let collected = await withTaskGroup(of: [V]?.self) { group in
+        group.addTask {
+            var values: [V] = []
+            for await value in stream {
+                values.append(value)
+                if stop(values) { return values }
+            }
+            return values
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(30))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+    guard let collected else {
+        Issue.record("the expected updates did not arrive", sourceLocation: sourceLocation)
+        return []
+    }
+    return collected
+}
+
+struct SettingsValue {
+    let store: Store
+    @Default<Int> var launches: Int
+
+    init(store: Store) {
+        self.store = store
+        _launches = Default(.launches, store: store)
+    }
+}

@@ -1,0 +1,18 @@
+@testable import Chronicle
+import ChronicleTesting
+import Foundation
+import ChronicleLMDB
+import InMemoryLogging
+import Logging
+import Synchronization
+import Testing
+
+extension Keys {
+    static let apiToken = SecretKey<String?>("auth.token")
+    static let pin = SecretKey<Int>("auth.pin", default: 0)
+}
+
+/// A passphrase store configuration with the cheapest Argon2id cost, so tests stay fast.
+func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false) -> Store.Configuration {
+    Store.Configuration(keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
+}
