@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import Logging
+import Subprocess
+import SystemPackage
 @testable import Chronicle
 @testable import ChronicleHTTP
 import ChronicleTesting
@@ -109,45 +111,31 @@ struct HTTPTests {
             let store = try Store(directory: served)
             store[.httpNote] = "served"
         }
-        let tool = try chronicleExecutable()
-        let server = Process()
-        server.executableURL = tool
-        server.arguments = ["serve", "--store", served.path, "--host", "127.0.0.1", "--port", "0", "--token", "t0ken"]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer {
-            server.terminate()  // SIGTERM: graceful shutdown
-            server.waitUntilExit()
-        }
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        let port = try #require(text.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-
+        let tool = FilePath(try chronicleExecutable().path)
         do {
             let store = try Store(directory: other)
             store[Key<String>("http.other", default: "", sync: .manual)] = "pushed"
         }
-        let sync = Process()
-        sync.executableURL = tool
-        sync.arguments = ["sync", "--store", other.path, "--peer", "http://127.0.0.1:\(port)", "--token", "t0ken"]
-        let syncOutput = Pipe()
-        sync.standardOutput = syncOutput
-        try sync.run()
-        sync.waitUntilExit()
-        #expect(sync.terminationStatus == 0)
-        let summary = String(decoding: syncOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(summary.contains("sent 1") && summary.contains("applied 1"))
-        let store = try Store(directory: other)
-        #expect(store[.httpNote] == "served")
-        server.terminate()
-        server.waitUntilExit()
-        #expect(server.terminationStatus == 0)  // a clean, graceful exit
+        // The server runs while the closure does; SIGTERM at the end must shut it down gracefully.
+        let server = try await Subprocess.run(
+            .path(tool), arguments: ["serve", "--store", served.path, "--host", "127.0.0.1", "--port", "0", "--token", "t0ken"],
+            input: .none, output: .sequence, error: .discarded
+        ) { execution in
+            var lines = execution.standardOutput.strings().makeAsyncIterator()
+            let text = try await lines.next() ?? ""
+            let port = try #require(text.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            let sync = try await Subprocess.run(
+                .path(tool), arguments: ["sync", "--store", other.path, "--peer", "http://127.0.0.1:\(port)", "--token", "t0ken"],
+                output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+            #expect(sync.terminationStatus == .exited(0), "\(sync.standardError)")
+            let summary = sync.standardOutput
+            #expect(summary.contains("sent 1") && summary.contains("applied 1"))
+            let store = try Store(directory: other)
+            #expect(store[.httpNote] == "served")
+            try execution.send(signal: .terminate)
+            while try await lines.next() != nil {}
+        }
+        #expect(server.terminationStatus == .exited(0))  // a clean, graceful exit
         let served2 = try Store(directory: served)
         #expect(served2[Key<String>("http.other", default: "")] == "pushed")
     }

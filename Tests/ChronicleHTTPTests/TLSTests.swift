@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import Logging
+import Subprocess
+import SystemPackage
 @testable import Chronicle
 @testable import ChronicleHTTP
 import ChronicleTesting
@@ -15,18 +17,16 @@ struct TLSTests {
         let directories = Directories()
         let pki = directories.make()
         try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-            "-keyout", pki.appendingPathComponent("key.pem").path, "-out", pki.appendingPathComponent("cert.pem").path,
-        ]
-        openssl.standardError = FileHandle.nullDevice
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { return }
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
+        let openssl = try await Subprocess.run(
+            .path("/usr/bin/openssl"),
+            arguments: [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+                "-keyout", pki.appendingPathComponent("key.pem").path, "-out", pki.appendingPathComponent("cert.pem").path,
+            ],
+            output: .discarded, error: .discarded)
+        try #require(openssl.terminationStatus == .exited(0))
 
         let server = try Store(directory: directories.make())
         let client = try Store(directory: directories.make())

@@ -12,7 +12,7 @@ struct CrashSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var acknowledged = [Int](repeating: 0, count: 8)
         for _ in 0..<killsPerMode {
-            let lines = try runAndKill("writes", store: directory, random: &random)
+            let lines = try await runAndKill("writes", store: directory, random: &random)
             for line in lines {
                 let parts = line.split(separator: " ")
                 if parts.count == 3, let thread = Int(parts[1]), let n = Int(parts[2]) { acknowledged[thread] = max(acknowledged[thread], n) }
@@ -33,7 +33,7 @@ struct CrashSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var acknowledged = 0
         for _ in 0..<killsPerMode {
-            let lines = try runAndKill("batches", store: directory, random: &random)
+            let lines = try await runAndKill("batches", store: directory, random: &random)
             acknowledged = max(acknowledged, lines.compactMap { Int($0.split(separator: " ").last ?? "") }.max() ?? 0)
             let store = try Store(directory: directory)
             let values = (0..<10).map { store[Key<Int>("b.\($0)", default: 0)] }
@@ -44,7 +44,7 @@ struct CrashSafetyTests {
     }
 
     @Test(arguments: ["rebuild", "compact", "import"])
-    func killsDuringMaintenanceLeaveASoundStore(mode: String) throws {
+    func killsDuringMaintenanceLeaveASoundStore(mode: String) async throws {
         var random = SeededGenerator(seed: UInt64(mode.utf8.count))
         let directory = temporaryDirectory()
         let rangeFile = temporaryDirectory().appendingPathExtension("range")
@@ -65,7 +65,7 @@ struct CrashSafetyTests {
         }
         var acknowledged = 0
         for _ in 0..<killsPerMode {
-            let lines = try runAndKill(mode, store: directory, extra: extra, random: &random)
+            let lines = try await runAndKill(mode, store: directory, extra: extra, random: &random)
             acknowledged = max(acknowledged, lines.compactMap { Int($0.split(separator: " ").last ?? "") }.max() ?? 0)
             let store = try Store(directory: directory)
             #expect(store[Key<Int>("r.n", default: 0)] >= acknowledged)
@@ -80,7 +80,7 @@ struct CrashSafetyTests {
         var random = SeededGenerator(seed: 13)
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        for _ in 0..<3 { _ = try runAndKill("writes", store: directory, random: &random) }
+        for _ in 0..<3 { _ = try await runAndKill("writes", store: directory, random: &random) }
         let store = try Store(directory: directory)
         // Opening cleared every slot the killed processes held; none is left to clear.
         #expect(try store.eventLog.environment.clearStaleReaders() == 0)

@@ -1,5 +1,13 @@
 import Foundation
 
+// Why a small harness of our own rather than ordo-one/benchmark: this tool's product is one
+// table of *ratios* between Chronicle and its peers (raw LMDB, GRDB, UserDefaults) measured
+// in the same run on the same disk, with durability matched per row. ordo-one/benchmark
+// measures each benchmark on its own and compares runs against stored baselines; it has no
+// notion of a per-row peer, and its jemalloc-based malloc counters are not what we report.
+// The harness is two timing helpers and a table; the statistics stay in the README's
+// "spread between runs" note, measured by running the whole tool several times.
+
 /// One measured operation: nanoseconds per operation over `operations` runs.
 struct Measurement {
     var name: String
