@@ -21,6 +21,38 @@ struct ObservationTests {
         }
     }
 
+    /// Cancelling observers while the hub hands them values must not deadlock (a consumer's
+    /// cancellation and a delivery each hold one lock the other wants, if values are handed
+    /// out under the channel's lock).
+    @Test func observersCancelledWhileValuesFlow() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            for round in 0..<5 {
+                let streams = (0..<50).map { _ in store.updates(of: .launches) }
+                let observers = streams.map { stream in
+                    Task.detached { for await _ in stream {} }
+                }
+                for i in 0..<40 { try store.set(round * 40 + i, for: .launches) }
+                for observer in observers { observer.cancel() }
+                for observer in observers { await observer.value }
+            }
+            try store.set(-1, for: .launches)
+            #expect(store[.launches] == -1)
+            #expect(store.channels.withLock { $0.isEmpty })  // every cancelled stream left its channel
+        }
+    }
+
+    /// Values written faster than observers run are all heard, in order: each committed
+    /// change is handed out from its own event, not re-read after the fact.
+    @Test func observersHearEveryChangeOfAFastWriter() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let stream = store.updates(of: .launches)
+            let writer = Task { for i in 1...300 { try store.set(i, for: .launches) } }
+            let values = await collect(stream) { $0.last == 300 }
+            try await writer.value
+            #expect(values == Array(0...300))
+        }
+    }
+
     @Test func everyObserverHearsEveryChange() async throws {
         try await withTemporaryStore { store, directory async throws in
             let second = try Store(directory: directory)
@@ -97,3 +129,4 @@ struct ObservationTests {
         #expect(store[.theme] == .light)
     }
 }
+

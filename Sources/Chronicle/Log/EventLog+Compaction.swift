@@ -70,7 +70,7 @@ extension EventLog {
             let limit = now + driftMilliseconds
             for event in kept {
                 try txn.delete(dbs.dots, key: event.dot)
-                let sequence = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
+                let (sequence, _) = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
                 if event.hlc.milliseconds > limit {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                 }

@@ -114,13 +114,13 @@ extension EventLog {
                 let deferred = event.hlc.milliseconds > now + driftMilliseconds
                 if !deferred { head.hlc = max(head.hlc, event.hlc) }
                 if event.origin == replica { head.counter = max(head.counter, event.counter) }
-                let sequence = try append(event, txn, &head, indexView: !deferred)
+                let (sequence, won) = try append(event, txn, &head, indexView: !deferred)
                 if deferred {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                     receipt.deferred += 1
                 }
                 receipt.applied += 1
-                committed.append(CommittedEvent(sequence: sequence, event: event))
+                committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
             }
             try head.write(txn, dbs)
             if let checkpoint { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: checkpoint.value.bigEndianBytes) }

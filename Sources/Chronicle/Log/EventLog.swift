@@ -177,14 +177,18 @@ final class EventLog: Sendable {
                 origin: replica, counter: head.counter, hlc: head.hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
-            let sequence = try append(event, txn, &head)
-            committed.append(CommittedEvent(sequence: sequence, event: event))
+            let (sequence, won) = try append(event, txn, &head)
+            committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
         }
         return committed
     }
 
     /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
-    func append(_ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true) throws -> UInt64 {
+    /// - Returns: the event's sequence, and whether it became its key's current view entry.
+    @discardableResult
+    func append(
+        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true
+    ) throws -> (sequence: UInt64, won: Bool) {
         head.sequence += 1
         let sequence = head.sequence
         let body = event.encoded()
@@ -195,12 +199,14 @@ final class EventLog: Sendable {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
         try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
-        if indexView { try EventLog.indexView(event, sequence: sequence, txn, dbs) }
-        return sequence
+        let won = indexView ? try EventLog.indexView(event, sequence: sequence, txn, dbs) : false
+        return (sequence, won)
     }
 
-    /// Applies the event to its view when it wins over the current entry (last writer wins).
-    static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws {
+    /// Applies the event to its view when it wins over the current entry (last writer wins);
+    /// returns whether it did.
+    @discardableResult
+    static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
         let view = dbs.view(event.domain)
         let key = Array(event.key.utf8)
         var current: ConflictOrder?
@@ -212,10 +218,10 @@ final class EventLog: Sendable {
         if malformed {
             throw ChronicleError.corruptViewEntry(key: event.key, reason: "its order fields do not decode")
         }
-        if let current, !event.wins(over: current) { return }
+        if let current, !event.wins(over: current) { return false }
         try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+        return true
     }
-
 
     // MARK: - Reading
 

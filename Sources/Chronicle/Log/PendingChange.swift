@@ -20,4 +20,7 @@ struct PendingChange: Sendable {
 struct CommittedEvent: Sendable {
     var sequence: UInt64
     var event: Event
+    /// `true` when the event became its key's current entry in the view as it committed
+    /// (last writer wins; a replicated older event or one held by the drift guard does not).
+    var isWinner = false
 }

@@ -30,63 +30,70 @@ extension Store {
             continuation.finish()
             return stream
         }
-        let observer = KeyObserver(store: self, key: key, continuation: continuation)
-        observer.refresh()
-        let names = Set([key.name] + key.formerNames)
-        let domain = key.domain
-        let id = eventLog.observers.add { change in
-            switch change {
-            case let .events(events):
-                if events.contains(where: { $0.event.domain == domain && names.contains($0.event.key) }) { observer.refresh() }
-            case .reset:
-                observer.refresh()
-            }
+        let (channel, id) = subscribe(continuation, to: key, eventLog: eventLog)
+        continuation.onTermination = { [weak self] _ in
+            guard channel.unsubscribe(id) else { return }
+            self?.closeChannelIfIdle(for: key, eventLog: eventLog)
         }
-        continuation.onTermination = { _ in eventLog.observers.remove(id) }
         eventLog.startPollingIfNeeded()
         return stream
     }
-}
 
-/// One observation of one key: re-reads it and yields the value when it differs from the last one yielded.
-private final class KeyObserver<K: ValueKey>: Sendable {
-    private let store: Store
-    private let key: K
-    private let continuation: AsyncStream<K.Value>.Continuation
-    /// The identity of the last yielded state: `nil` before the first yield.
-    private let last = Mutex<Fingerprint?>(nil)
-
-    struct Fingerprint: Equatable {
-        var present: Bool
-        var encoding: UInt8
-        var payload: [UInt8]
-    }
-
-    init(store: Store, key: K, continuation: AsyncStream<K.Value>.Continuation) {
-        self.store = store
-        self.key = key
-        self.continuation = continuation
-    }
-
-    /// Reads the key and yields its value if it changed. Serialized per observer,
-    /// so values are yielded in the order the store reached them.
-    func refresh() {
-        last.withLock { last in
-            do {
-                let value = try store.readValue(key, default: key.defaultValue)
-                let fingerprint: Fingerprint
-                if ValueCoder.isNil(value) {
-                    fingerprint = Fingerprint(present: false, encoding: 0, payload: [])
-                } else {
-                    let (encoding, payload) = try ValueCoder.encode(value, key: key.name)
-                    fingerprint = Fingerprint(present: true, encoding: encoding.rawValue, payload: payload)
+    /// Subscribes `continuation` to the channel of `key` for values of its type, opening the
+    /// channel (and its handler in the log's observer hub) on first use. One lock covers finding
+    /// the channel and joining it, so a channel never closes between the two.
+    private func subscribe<K: ValueKey>(
+        _ continuation: KeyChannel<K>.Continuation, to key: K, eventLog: EventLog
+    ) -> (KeyChannel<K>, Int) {
+        let id = ChannelID(key)
+        return channels.withLock { channels in
+            if let open = channels[id], let channel = open.channel as? KeyChannel<K> { return (channel, channel.subscribe(continuation)) }
+            let channel = KeyChannel(store: self, key: key)
+            let formerNames = Set(key.formerNames)
+            let domain = key.domain
+            let handler = eventLog.observers.add { change in
+                switch change {
+                case let .events(events):
+                    if !formerNames.isEmpty, events.contains(where: { $0.event.domain == domain && formerNames.contains($0.event.key) }) {
+                        channel.refresh()  // a change under a former name: re-read through the fallback
+                    } else {
+                        channel.deliver(events)
+                    }
+                case .reset:
+                    channel.refresh()
                 }
-                guard fingerprint != last else { return }
-                last = fingerprint
-                continuation.yield(value)
-            } catch {
-                store.log(error, "observation", key)
             }
+            channels[id] = OpenChannel(channel: channel, handler: handler)
+            return (channel, channel.subscribe(continuation))
         }
     }
+
+    /// Closes the channel of `key` when its last subscriber has gone.
+    private func closeChannelIfIdle<K: ValueKey>(for key: K, eventLog: EventLog) {
+        channels.withLock { channels in
+            let id = ChannelID(key)
+            guard let open = channels[id], let channel = open.channel as? KeyChannel<K>, channel.isIdle else { return }
+            channels[id] = nil
+            eventLog.observers.remove(open.handler)
+        }
+    }
+}
+
+/// Which channel an observation joins: one per key name, domain and value type.
+struct ChannelID: Hashable, Sendable {
+    var domain: Domain
+    var name: String
+    var valueType: ObjectIdentifier
+
+    init<K: ValueKey>(_ key: K) {
+        domain = key.domain
+        name = key.name
+        valueType = ObjectIdentifier(K.Value.self)
+    }
+}
+
+/// A channel and its handler in the log's observer hub.
+struct OpenChannel: Sendable {
+    let channel: any Sendable
+    let handler: Int
 }

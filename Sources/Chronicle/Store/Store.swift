@@ -1,5 +1,6 @@
 public import Foundation
 import Logging
+import Synchronization
 
 /// An event-sourced settings and secrets store.
 ///
@@ -25,6 +26,8 @@ public final class Store: Sendable {
     public let configuration: Configuration
     /// The store's directory.
     public let directory: URL
+    /// The open observation channels of this store, one per observed key and value type.
+    let channels = Mutex<[ChannelID: OpenChannel]>([:])
 
     /// Opens the store in `directory`, creating the directory and the store when absent.
     ///

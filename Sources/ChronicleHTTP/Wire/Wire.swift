@@ -1,4 +1,4 @@
-public import Chronicle
+import Chronicle
 import Foundation
 import Hummingbird
 

@@ -1,0 +1,141 @@
+import Synchronization
+
+/// The observations of one key through one store, for one value type: the key is
+/// read once per change and the value handed to every subscriber.
+///
+/// A hundred `updates(of:)` streams of one key cost one decode and one comparison
+/// per change, not a hundred; each stream still gets the current value first,
+/// then every change in order, never an unchanged value twice in a row.
+///
+/// Changes committed by this process arrive as events, in commit order, and each
+/// winning event's own value is handed out: no change is skipped however fast the
+/// writers are. Changes of other processes (and rebuilt views) arrive as a reset,
+/// and the key is re-read.
+final class KeyChannel<K: ValueKey>: Sendable {
+    typealias Continuation = AsyncStream<K.Value>.Continuation
+
+    /// The identity of a key's state, to tell a change from a repeat.
+    struct Fingerprint: Equatable {
+        var present: Bool
+        var encoding: UInt8
+        var payload: [UInt8]
+    }
+
+    private struct State: ~Copyable {
+        var nextID = 0
+        var subscribers: [Int: Continuation] = [:]
+        /// The state last handed to the subscribers: `nil` before the first read.
+        var last: Fingerprint?
+        /// The log sequence of the entry last handed out: events at or below it are not news.
+        var lastSequence: UInt64 = 0
+    }
+
+    private let store: Store
+    private let key: K
+    private let state = Mutex(State())
+
+    init(store: Store, key: K) {
+        self.store = store
+        self.key = key
+    }
+
+    /// Adds a subscriber and yields it the key's current value; returns its id.
+    func subscribe(_ continuation: Continuation) -> Int {
+        state.withLock { state in
+            if let (value, fingerprint, sequence) = read() {
+                state.last = fingerprint
+                state.lastSequence = max(state.lastSequence, sequence)
+                continuation.yield(value)
+            } else {
+                continuation.yield(key.defaultValue)
+            }
+            state.nextID += 1
+            state.subscribers[state.nextID] = continuation
+            return state.nextID
+        }
+    }
+
+    /// Removes a subscriber; returns `true` when none is left.
+    func unsubscribe(_ id: Int) -> Bool {
+        state.withLock { state in
+            state.subscribers[id] = nil
+            return state.subscribers.isEmpty
+        }
+    }
+
+    /// `true` when no subscriber is left.
+    var isIdle: Bool { state.withLock { $0.subscribers.isEmpty } }
+
+    /// Reads the key and hands its value to every subscriber if it changed.
+    /// Serialized by the channel's lock, so values go out in the order the store reached them.
+    func refresh() {
+        let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
+            guard !state.subscribers.isEmpty, let (value, fingerprint, sequence) = read() else { return [] }
+            state.lastSequence = max(state.lastSequence, sequence)
+            return hand(value, fingerprint, &state)
+        }
+        yield(handOut)
+    }
+
+    /// Hands out the value of every event of `events` that became the key's current entry,
+    /// in commit order, skipping what subscribers already have.
+    func deliver(_ events: [CommittedEvent]) {
+        let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
+            guard !state.subscribers.isEmpty else { return [] }
+            var handOut: [(K.Value, [Continuation])] = []
+            for committed in events
+            where committed.isWinner && committed.sequence > state.lastSequence
+                && committed.event.domain == key.domain && committed.event.key == key.name
+            {
+                state.lastSequence = committed.sequence
+                guard let (value, fingerprint) = decode(ViewEntry(event: committed.event, sequence: committed.sequence)) else { continue }
+                handOut += hand(value, fingerprint, &state)
+            }
+            return handOut
+        }
+        yield(handOut)
+    }
+
+    /// Records `value` as handed out when it differs from the last; returns it with its recipients.
+    private func hand(_ value: K.Value, _ fingerprint: Fingerprint, _ state: inout State) -> [(K.Value, [Continuation])] {
+        guard fingerprint != state.last else { return [] }
+        state.last = fingerprint
+        return [(value, Array(state.subscribers.values))]
+    }
+
+    /// Yields outside the channel's lock: resuming a waiting consumer takes its task's lock, and a
+    /// consumer's cancellation holds that lock while it unsubscribes (which takes the channel's).
+    /// Refreshes and deliveries all run on the observer hub's serial queue, so values still go
+    /// out in order.
+    private func yield(_ handOut: [(K.Value, [Continuation])]) {
+        for (value, continuations) in handOut {
+            for continuation in continuations { continuation.yield(value) }
+        }
+    }
+
+    /// The key's current value, its fingerprint and the sequence of its entry; `nil` (after
+    /// logging why) when it cannot be read.
+    private func read() -> (K.Value, Fingerprint, UInt64)? {
+        do {
+            let entry = try mappingErrors { try store.eventLog.entry(key.domain, key.name) }
+            guard let (value, fingerprint) = decode(entry) else { return nil }
+            return (value, fingerprint, entry?.sequence ?? 0)
+        } catch {
+            store.log(error, "observation", key)
+            return nil
+        }
+    }
+
+    /// The value of an entry (the default for none or a remove, former names consulted) and its fingerprint.
+    private func decode(_ entry: ViewEntry?) -> (K.Value, Fingerprint)? {
+        do {
+            let value = try store.decode(entry, for: key, default: key.defaultValue)
+            guard !ValueCoder.isNil(value) else { return (value, Fingerprint(present: false, encoding: 0, payload: [])) }
+            let (encoding, payload) = try ValueCoder.encode(value, key: key.name)
+            return (value, Fingerprint(present: true, encoding: encoding.rawValue, payload: payload))
+        } catch {
+            store.log(error, "observation", key)
+            return nil
+        }
+    }
+}
