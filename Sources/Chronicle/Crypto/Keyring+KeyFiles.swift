@@ -42,28 +42,9 @@ extension Keyring {
 
     /// Creates a key file of 32 random bytes with mode 0600 in a 0700 directory, atomically.
     static func createKeyFile(_ url: URL) throws {
-        let manager = FileManager.default
-        let directory = url.deletingLastPathComponent()
-        do {
-            try manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            var random = Sodium.randomBytes(32)
-            defer { Sodium.wipe(&random) }
-            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard manager.createFile(atPath: temporary.path, contents: Data(random), attributes: [.posixPermissions: 0o600]) else {
-                throw ChronicleError.io(path: temporary.path, reason: "cannot create the key file")
-            }
-            // A hard link publishes the complete file atomically and never replaces one another process made first.
-            do { try manager.linkItem(atPath: temporary.path, toPath: url.path) } catch {
-                guard manager.fileExists(atPath: url.path) else {
-                    try? manager.removeItem(at: temporary)
-                    throw ChronicleError.io(path: url.path, reason: "cannot create the key file: \(error.localizedDescription)")
-                }
-            }
-            try? manager.removeItem(at: temporary)
-        } catch let error as ChronicleError {
-            throw error
-        } catch {
-            throw ChronicleError.io(path: url.path, reason: error.localizedDescription)
-        }
+        var random = Sodium.randomBytes(32)
+        defer { Sodium.wipe(&random) }
+        // Never replaces a key file another process made first: that one is the key.
+        try PrivateFiles.publishNew(random, at: url)
     }
 }

@@ -53,12 +53,7 @@ enum EventLogRegistry {
     /// Creates the directory (0700) when needed and returns its canonical path.
     private static func prepareDirectory(_ directory: URL) throws(ChronicleError) -> String {
         let path = directory.standardizedFileURL.path
-        do {
-            try FileManager.default.createDirectory(
-                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .io(path: path, reason: "cannot create the store directory: \(error.localizedDescription)")
-        }
+        try PrivateFiles.createDirectory(URL(fileURLWithPath: path, isDirectory: true))
         return URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 }

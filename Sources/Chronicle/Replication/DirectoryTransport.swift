@@ -56,18 +56,10 @@ public struct DirectoryTransport: SyncTransport {
         var receipt = RangeReceipt()
         receipt.received = decoded.events.count
         guard !decoded.events.isEmpty else { return receipt }
-        try FileManager.default.createDirectory(at: rangesFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let temporary = rangesFolder.appendingPathComponent(".incoming-\(UUID().uuidString)")
-        try range.write(to: temporary, options: [.atomic])
-        defer { try? FileManager.default.removeItem(at: temporary) }
         var index = try lastIndex() + 1
-        while true {
-            do {
-                try FileManager.default.linkItem(at: temporary, to: rangesFolder.appendingPathComponent(Self.fileName(index)))
-                break
-            } catch where FileManager.default.fileExists(atPath: rangesFolder.appendingPathComponent(Self.fileName(index)).path) {
-                index += 1  // another replica pushed at the same time
-            }
+        // Another replica pushing at the same time takes the same number first: try the next.
+        while try !PrivateFiles.publishNew(Array(range), at: rangesFolder.appendingPathComponent(Self.fileName(index))) {
+            index += 1
         }
         receipt.applied = decoded.events.count
         receipt.keys = decoded.keys.count
@@ -93,20 +85,12 @@ public struct DirectoryTransport: SyncTransport {
         if let text = try? String(contentsOf: file, encoding: .utf8), let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
             return id
         }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fresh = ReplicaID.random()
-        let temporary = directory.appendingPathComponent(".mailbox.id.\(UUID().uuidString)")
-        try Data((fresh.hex + "\n").utf8).write(to: temporary)
-        defer { try? FileManager.default.removeItem(at: temporary) }
-        do {
-            try FileManager.default.linkItem(at: temporary, to: file)
-            return fresh
-        } catch {
-            // Another replica created it first: use theirs.
-            guard let text = try? String(contentsOf: file, encoding: .utf8),
-                let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines))
-            else { throw ChronicleError.io(path: file.path, reason: "the mailbox id is unreadable") }
-            return id
-        }
+        if try PrivateFiles.publishNew(Array((fresh.hex + "\n").utf8), at: file) { return fresh }
+        // Another replica created it first: use theirs.
+        guard let text = try? String(contentsOf: file, encoding: .utf8),
+            let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw ChronicleError.io(path: file.path, reason: "the mailbox id is unreadable") }
+        return id
     }
 }

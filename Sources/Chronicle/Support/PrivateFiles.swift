@@ -1,0 +1,70 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Files and folders only their owner can read: every file Chronicle writes is 0600
+/// and every folder it creates 0700, whatever the process's umask.
+enum PrivateFiles {
+    /// Creates `directory` and any missing parents with mode 0700.
+    static func createDirectory(_ directory: URL) throws(ChronicleError) {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .io(path: directory.path, reason: "cannot create the folder: \(error.localizedDescription)")
+        }
+    }
+
+    /// Publishes `bytes` as a new file at `url`, atomically and durably, never replacing a file
+    /// someone else published there first.
+    ///
+    /// The bytes go to a temporary 0600 file in the same folder (opened with `O_EXCL|O_NOFOLLOW`),
+    /// which is fsynced and then hard-linked to `url`; the folder is fsynced after the link. A
+    /// reader sees the whole file or none of it, and a crash never leaves a partial file at `url`.
+    /// - Returns: `true` when this call created the file, `false` when one was already there.
+    @discardableResult
+    static func publishNew(_ bytes: [UInt8], at url: URL) throws(ChronicleError) -> Bool {
+        let directory = url.deletingLastPathComponent()
+        try createDirectory(directory)
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        try writeExclusive(bytes, to: temporary.path)
+        defer { unlink(temporary.path) }
+        guard link(temporary.path, url.path) == 0 else {
+            let code = errno
+            if code == EEXIST { return false }
+            throw .io(path: url.path, reason: "cannot publish the file: \(String(cString: strerror(code)))")
+        }
+        syncDirectory(directory.path)
+        return true
+    }
+
+    /// Writes `bytes` to a new 0600 file at `path` and fsyncs it; fails if anything exists there.
+    private static func writeExclusive(_ bytes: [UInt8], to path: String) throws(ChronicleError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .io(path: path, reason: "cannot create the file: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                write(descriptor, buffer.baseAddress.map { $0 + written }, bytes.count - written)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, reason: "cannot write the file: \(String(cString: strerror(errno)))")
+            }
+            written += result
+        }
+        guard fsync(descriptor) == 0 else { throw .io(path: path, reason: "cannot sync the file: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Flushes a folder's entries (a new or renamed file) to disk; best effort.
+    static func syncDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+}
