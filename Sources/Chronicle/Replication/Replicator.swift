@@ -164,7 +164,9 @@ public actor Replicator: Service {
         let delay = configuration.pushDelay
         worker = Task { [weak self] in
             for await _ in triggers {
-                try? await Task.sleep(for: delay)  // gather the commits of a burst into one push
+                // Gather the commits of a burst into one push. Not swift-async-algorithms' `debounce`:
+                // a steady trickle of commits would never go quiet, and nothing would ever be pushed.
+                try? await Task.sleep(for: delay)
                 guard let self, !Task.isCancelled else { return }
                 await self.automaticRound()
             }
