@@ -39,7 +39,7 @@ public enum TransportConformance {
         let first = try await transport.info()
         let second = try await transport.info()
         try require(first.replicaID == second.replicaID, "identity", "the replica id changed between calls")
-        try require(first.protocolVersion == 1, "identity", "protocol version \(first.protocolVersion), expected 1")
+        try require(first.protocolVersion == 2, "identity", "protocol version \(first.protocolVersion), expected 2")
         try require(first.epoch.bytes.count == LogEpoch.byteCount, "identity", "epoch of \(first.epoch.bytes.count) bytes")
         let empty = try await transport.pull(after: first.head, filter: .syncable, excludingOrigin: nil, maxEvents: 256)
         let store = try LocalStore()
@@ -65,7 +65,11 @@ public enum TransportConformance {
         let history = try receiver.store.history(of: Key<Int>("conformance.n3", default: -1))
         try require(history.first?.origin == (try sender.store.replicaID), "pull", "the origin was not preserved")
 
-        let mine = try await transport.pull(after: 0, filter: .syncable, excludingOrigin: try sender.store.replicaID, maxEvents: 256)
+        // Events are excluded by their origin: the writer of the store that made them.
+        guard let writer = try sender.store.replicaInfo().writer else {
+            throw ConformanceFailure(check: "pull", detail: "the sender has no writer")
+        }
+        let mine = try await transport.pull(after: 0, filter: .syncable, excludingOrigin: writer, maxEvents: 256)
         let own = try LocalStore()
         try require(try own.store.importRange(mine).received == 0, "pull", "excludingOrigin returned the sender's own events")
     }

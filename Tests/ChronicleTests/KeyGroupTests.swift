@@ -8,21 +8,31 @@ import Synchronization
 import Testing
 
 struct KeyGroupTests {
-    @Test func aReplicaWithTheWrongPassphraseRefusesToWriteSecrets() async throws {
+    /// A new device with a mistyped passphrase is not a member: it can open nothing of the
+    /// group's, sees why in its quarantine, and the group takes nothing from it.
+    @Test func aReplicaWithTheWrongPassphraseChangesNothingAndSeesWhy() async throws {
         let directories = (0..<2).map { _ in temporaryDirectory() }
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
         let a = try Store(directory: directories[0], configuration: passphraseConfiguration("group passphrase"))
         try a.set("from a", for: SecretKey<String?>("group.secret", sync: .manual))
         let typo = try Store(directory: directories[1], configuration: passphraseConfiguration("group passphrasr"))
-        try await Replicator(store: typo, peers: [.store(a)]).sync()
-        #expect(throws: ChronicleError.wrongKey) { try typo.value(for: SecretKey<String?>("group.secret", sync: .manual)) }
-        #expect(throws: ChronicleError.wrongKey) { try typo.set("mine", for: SecretKey<String?>("other.secret")) }
-        #expect(try typo.logEntries().filter { $0.domain == "secrets" }.count == 1)  // only the relayed one
+        try typo.set("typo's", for: SecretKey<String?>("group.secret", sync: .manual))
+        typo[Key<String>("group.note", default: "", sync: .manual)] = "typo's note"
+        let report = try await Replicator(store: typo, peers: [.store(a)]).sync()
+        #expect(report.peers.first?.pulled.quarantined ?? 0 >= 2)  // a's key record and a's event
+        #expect(Set(try typo.quarantinedItems().map(\.reason)).isSuperset(of: [.unopenableKey, .unauthenticated]))
+        #expect(report.peers.first?.pushed.quarantined ?? 0 >= 3)  // typo's key record and both events
+        // Neither side's values changed, and both keep writing.
+        #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from a")
+        #expect(a[Key<String>("group.note", default: "", sync: .manual)] == "")
+        #expect(typo[SecretKey<String?>("group.secret", sync: .manual)] == "typo's")
+        try a.set("still a", for: SecretKey<String?>("group.secret", sync: .manual))
+        try typo.set("still typo", for: SecretKey<String?>("other.secret"))
         // The same passphrase on the new device is all it takes.
         let fixed = try Store(directory: temporaryDirectory(), configuration: passphraseConfiguration("group passphrase"))
         defer { try? FileManager.default.removeItem(at: fixed.directory) }
         try await Replicator(store: fixed, peers: [.store(a)]).sync()
-        #expect(fixed[SecretKey<String?>("group.secret", sync: .manual)] == "from a")
+        #expect(fixed[SecretKey<String?>("group.secret", sync: .manual)] == "still a")
         try fixed.set("from the new device", for: SecretKey<String?>("group.secret", sync: .manual))
         try await Replicator(store: fixed, peers: [.store(a)]).sync()
         #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from the new device")

@@ -144,20 +144,22 @@ struct ReplicationTests {
         }
     }
 
-    @Test func aKnownDotWithOtherContentIsALoudError() async throws {
+    @Test func aKnownIdentityWithOtherContentIsQuarantinedAndStallsNothing() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "original"
             _ = try b.importRange(try a.exportRange(after: 0))
             var forged = try EventRange(decoding: Array(try a.exportRange(after: 0)))
             forged.events[0].payload = Array("forged".utf8)
-            #expect {
-                try b.importRange(Data(forged.encoded()))
-            } throws: { error in
-                guard case ChronicleError.malformedInput(let text) = error else { return false }
-                return text.contains("differs")
-            }
+            let receipt = try b.importRange(Data(forged.encoded()), from: "a forger")
+            #expect(receipt.quarantined == 1 && receipt.applied == 0)
             #expect(b[.small] == "original")
+            let item = try #require(try b.quarantinedItems().first)
+            #expect(item.reason == .conflictingIdentity && item.source == "a forger" && item.keyName == Keys.small.name)
+            // The next honest range applies as usual.
+            a[.small] = "next"
+            #expect(try b.importRange(try a.exportRange(after: 0)).applied == 1)
+            #expect(b[.small] == "next")
         }
     }
 
@@ -172,11 +174,12 @@ struct ReplicationTests {
                 #expect(throws: ChronicleError.self) { try b.importRange(bad) }
             }
             #expect(try b.logEntries().isEmpty)
-            // An unsealed secret is refused as a whole range.
+            // An unsealed secret is well-formed but invalid: quarantined, never applied.
             var unsealed = try EventRange(decoding: Array(valid))
             unsealed.events[0].domain = .secrets
-            #expect(throws: ChronicleError.self) { try b.importRange(Data(unsealed.encoded())) }
+            #expect(try b.importRange(Data(unsealed.encoded())).quarantined == 1)
             #expect(try b.logEntries().isEmpty)
+            #expect(try b.quarantinedItems().map(\.reason) == [.unsealed])
         }
     }
 

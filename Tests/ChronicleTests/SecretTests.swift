@@ -255,7 +255,7 @@ struct SecretTests {
             let eventLog = try store.eventLog
             try eventLog.environment.write { txn in
                 var bytes = try #require(try txn.get(eventLog.dbs.secrets, key: Array("auth.token".utf8)))
-                bytes[bytes.count - 1] ^= 0xFF
+                bytes[bytes.count - 17] ^= 0xFF  // the sealed payload's last byte (the replica id follows it)
                 try txn.put(eventLog.dbs.secrets, key: Array("auth.token".utf8), value: bytes)
             }
             #expect(store[.apiToken] == nil)

@@ -12,7 +12,11 @@ extension Keys {
     static let pin = SecretKey<Int>("auth.pin", default: 0)
 }
 
-/// A passphrase store configuration with the cheapest Argon2id cost, so tests stay fast.
+/// A passphrase store configuration with the cheapest Argon2id cost, for keys at rest and
+/// keys that travel (never below MODERATE outside tests), so tests stay fast.
 func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false) -> Store.Configuration {
-    Store.Configuration(keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
+    var configuration = Store.Configuration(
+        keySource: .passphrase(passphrase), encryptDefaults: encryptDefaults, keyDerivationCost: .minimumForTesting)
+    configuration.travelKeyCost = .minimumForTesting
+    return configuration
 }

@@ -51,3 +51,43 @@ extension Keyring {
         return unwrapped.count
     }
 }
+
+extension Keyring {
+    /// Gives every passphrase-wrapped data key below the travel cost a travel wrap (at the
+    /// travel cost, under one fresh salt per keyring: one Argon2id run however many keys),
+    /// outside any write transaction. Ranges, mailboxes, exports and HTTP then carry the
+    /// travel wraps (see ``EventLog/travelKey(_:_:)``).
+    func prepareTravelKeys() throws {
+        guard case let .passphrase(passphrase, _) = sourceValue else { return }
+        let travel = travelLimits
+        let missing = try eventLog.readKeyRecords { txn in
+            var missing: [WrappedKey] = []
+            for record in try eventLog.wrappedKeys(txn) where record.kind == .passphrase {
+                let cheap = record.limits.opsLimit < travel.opsLimit || record.limits.memLimit < travel.memLimit
+                if cheap, try !eventLog.hasTravelKey(record.id, txn) { missing.append(record) }
+            }
+            return missing
+        }
+        guard !missing.isEmpty else { return }
+        let salt = state.withLock { state in
+            if state.travelSalt == nil { state.travelSalt = Sodium.randomBytes(PasswordHash.saltBytes) }
+            return state.travelSalt ?? []
+        }
+        let kek = try passphraseKEK(passphrase, salt: salt, limits: travel)
+        let records = try missing.map { record in
+            try WrappedKey.wrap(
+                try dataKey(record.id), id: record.id, kind: .passphrase, salt: salt, limits: travel, created: record.created, kek: kek)
+        }
+        _ = try eventLog.writeKeyRecords { txn, _ in
+            for record in records { try eventLog.putTravelKey(record, txn) }
+        }
+    }
+
+    /// Every wrapped data key as it travels (never a plaintext key).
+    func exportForTravel() throws -> [WrappedKey] {
+        try prepareTravelKeys()
+        return try eventLog.readKeyRecords { txn in
+            try eventLog.wrappedKeyIDs(txn).compactMap { id in try eventLog.travelKey(id, txn) }
+        }
+    }
+}

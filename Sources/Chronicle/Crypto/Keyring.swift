@@ -42,16 +42,25 @@ final class Keyring: EventSealer {
         /// KEKs by `salt ‖ limits` (passphrase) or by kind (material).
         var keks: [[UInt8]: SecureBytes] = [:]
         var dataKeys: [KeyID: SecureBytes] = [:]
-        /// Key records this key source cannot open (a mistyped passphrase on a new device).
-        var unopenable: Set<KeyID> = []
+        /// Authentication subkeys of data keys, by data key id.
+        var authenticationKeys: [KeyID: SecureBytes] = [:]
+        /// The salt of this keyring's travel wraps (one per keyring, so one Argon2id run).
+        var travelSalt: [UInt8]?
     }
 
     let state: Mutex<State>
     let eventLog: EventLog
+    /// `true` when the store was opened with an explicit key source: a member of a sync
+    /// group, which authenticates every event it writes and verifies every event it imports.
+    let isMember: Bool
+    /// The Argon2id cost at which passphrase-wrapped keys travel, and the least accepted from a peer.
+    let travelLimits: PasswordHash.Limits
 
-    private init(eventLog: EventLog, source: Source) {
+    private init(eventLog: EventLog, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits) {
         self.eventLog = eventLog
         self.state = Mutex(State(source: source))
+        self.isMember = isMember
+        self.travelLimits = travelLimits
     }
 
     // MARK: - Opening
@@ -65,7 +74,9 @@ final class Keyring: EventSealer {
         do {
             let source = try configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
                 ?? .defaultKeyFile(defaultKeyFileURL())
-            let keyring = Keyring(eventLog: eventLog, source: source)
+            let keyring = Keyring(
+                eventLog: eventLog, source: source, isMember: configuration.keySource != nil,
+                travelLimits: configuration.travelKeyCost.limits)
             try keyring.prepare(create: configuration.keySource != nil)
             return .success(keyring)
         } catch {
@@ -92,7 +103,6 @@ final class Keyring: EventSealer {
 
     /// The key that seals new events, created (and, on an empty log, made the chain key) when absent.
     func activeKey(_ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> (KeyID, SecureBytes) {
-        try requireEveryKeyOpens(txn)
         if let id = try eventLog.activeKeyID(txn) {
             return (id, try dataKey(id, txn))
         }
@@ -100,23 +110,6 @@ final class Keyring: EventSealer {
         try eventLog.setActiveKeyID(id, txn)
         _ = try eventLog.keyChainIfEmpty(with: id, dataKey: key, txn, &head)
         return (id, key)
-    }
-
-    /// Refuses to seal while the store holds key records this key source cannot
-    /// open: a replica with a mistyped passphrase must not start a key (and a
-    /// history of secrets) of its own beside the group's.
-    private func requireEveryKeyOpens(_ txn: borrowing LogTransaction) throws {
-        let ids = try eventLog.wrappedKeyIDs(txn)
-        let (known, bad) = state.withLock { state in (Set(state.dataKeys.keys), state.unopenable) }
-        for id in ids where !known.contains(id) {
-            if bad.contains(id) { throw ChronicleError.wrongKey }
-            do {
-                _ = try dataKey(id, txn)
-            } catch ChronicleError.wrongKey {
-                state.withLock { _ = $0.unopenable.insert(id) }
-                throw ChronicleError.wrongKey
-            }
-        }
     }
 
     /// Creates and stores a new wrapped data key (not yet active).
@@ -211,23 +204,5 @@ final class Keyring: EventSealer {
         let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
         state.withLock { $0.keks[cacheKey] = kek }
         return kek
-    }
-
-}
-
-extension Keyring {
-    /// The wrapped keys as they travel: passphrase-wrapped keys re-wrapped with
-    /// a fresh salt and at least the moderate Argon2id cost.
-    func exportForTravel() throws -> [WrappedKey] {
-        let records = try wrappedKeys()
-        guard case let .passphrase(passphrase, limits) = state.withLock({ $0.source }) else { return records }
-        let moderate = PasswordHash.Limits.moderate
-        let travel = PasswordHash.Limits(opsLimit: max(limits.opsLimit, moderate.opsLimit), memLimit: max(limits.memLimit, moderate.memLimit))
-        let wrapping = try wrappingKey(for: .passphrase(passphrase, limits: travel), reusing: nil)
-        return try records.map { record in
-            try WrappedKey.wrap(
-                try dataKey(record.id), id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
-                created: record.created, kek: wrapping.kek)
-        }
     }
 }

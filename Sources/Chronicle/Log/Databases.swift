@@ -11,6 +11,8 @@ struct Databases: Sendable {
     let peers: Database
     /// Events stamped beyond the clock-drift guard, waiting for local time: `HLC ‖ sequence` → empty.
     let deferred: Database
+    /// Items peers sent that failed authentication or validation: `u64 id` → ``QuarantineRecord``.
+    let quarantine: Database
 
     init(environment: Environment) throws {
         meta = try environment.openDatabase(named: "meta")
@@ -21,6 +23,7 @@ struct Databases: Sendable {
         secrets = try environment.openDatabase(named: "secrets")
         peers = try environment.openDatabase(named: "peers")
         deferred = try environment.openDatabase(named: "deferred")
+        quarantine = try environment.openDatabase(named: "quarantine")
     }
 
     func view(_ domain: Domain) -> Database {

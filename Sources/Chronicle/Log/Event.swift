@@ -1,14 +1,18 @@
 /// One change to one key: the unit of the log and of replication.
 ///
-/// Its identity is the dot `(origin, counter)`; the conflict rule orders
-/// events by `(hlc, origin, counter)`.
+/// Its identity is the dot `(origin, counter)`, where `origin` is the *writer*: a
+/// random id drawn each time a process opens the store, so a store restored from a
+/// backup or rolled back by a power cut never mints an identity twice. `replica` is
+/// the device's lasting identity (``Store/replicaID``), shown as the change's origin.
+/// The conflict rule orders events by `(hlc, origin, counter)`.
 ///
-/// ## Binary encoding, version 1
+/// ## Binary encoding, version 2 (docs/FORMAT.md, "Event")
 ///
 /// ```
-/// u8      format version (1)
-/// [16]    origin replica id
-/// u64     counter (dense per origin)
+/// u8      format version (2)
+/// [16]    origin: the writer id            ─┐ the identity prefix: the same
+/// u64     counter (dense per writer, ≥ 1)  ─┘ in every version, past and future
+/// [16]    replica id of the device
 /// u64     HLC (ms << 16 | logical)
 /// u8      domain (0 defaults, 1 secrets)
 /// u8      op (0 set, 1 remove)
@@ -17,13 +21,22 @@
 /// u8      flags (bit 0: payload is a sealed envelope)
 /// u8 + n  key name, UTF-8, 1...255 bytes
 /// u32 + n payload
+/// u8      authenticator kind (0 none, 1 keyed BLAKE2b-256)
+/// [16]    key id          (kind 1 only)
+/// [32]    tag             (kind 1 only)
 /// ```
-/// Integers are big-endian. Nothing may follow the payload.
+/// The tag is BLAKE2b-256, keyed with the data key's authentication subkey, of every
+/// byte before the tag. Version 1 (read, never written) has no replica and no
+/// authenticator. Integers are big-endian. Nothing may follow the last field.
 struct Event: Sendable, Equatable {
-    static let formatVersion: UInt8 = 1
+    static let formatVersion: UInt8 = 2
+    /// The largest counter accepted from a peer: 2^48 events per writer is far beyond any real
+    /// log, and a counter near 2^64 could never be followed by another.
+    static let maxCounter: UInt64 = 1 << 48
 
     var origin: ReplicaID
     var counter: UInt64
+    var replica: ReplicaID
     var hlc: HLC
     var domain: Domain
     var op: Operation
@@ -32,6 +45,14 @@ struct Event: Sendable, Equatable {
     var sealed: Bool
     var key: String
     var payload: [UInt8]
+    var authenticator: Authenticator?
+
+    /// A keyed MAC over an event's canonical encoding, by a member of the sync group.
+    struct Authenticator: Sendable, Equatable {
+        static let tagLength = 32
+        var keyID: KeyID
+        var tag: [UInt8]
+    }
 
     /// The dot: `origin ‖ counter`, as stored in the `dots` database.
     var dot: [UInt8] { origin.bytes + counter.bigEndianBytes }
@@ -42,28 +63,13 @@ struct Event: Sendable, Equatable {
     /// Whether this event wins over an entry with the given order.
     func wins(over other: ConflictOrder) -> Bool { order > other }
 
-    func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 48 + key.utf8.count + payload.count)
-        writer.u8(Self.formatVersion)
-        writer.raw(origin.bytes)
-        writer.u64(counter)
-        writer.u64(hlc.rawValue)
-        writer.u8(domain.rawValue)
-        writer.u8(op.rawValue)
-        writer.u8(policy.rawValue)
-        writer.u8(encoding)
-        writer.u8(sealed ? 1 : 0)
-        writer.shortField(Array(key.utf8))
-        writer.longField(payload)
-        return writer.bytes
-    }
-
     init(
-        origin: ReplicaID, counter: UInt64, hlc: HLC, domain: Domain, op: Operation, policy: SyncPolicy,
-        encoding: UInt8, sealed: Bool, key: String, payload: [UInt8]
+        origin: ReplicaID, counter: UInt64, replica: ReplicaID, hlc: HLC, domain: Domain, op: Operation, policy: SyncPolicy,
+        encoding: UInt8, sealed: Bool, key: String, payload: [UInt8], authenticator: Authenticator? = nil
     ) {
         self.origin = origin
         self.counter = counter
+        self.replica = replica
         self.hlc = hlc
         self.domain = domain
         self.op = op
@@ -72,31 +78,102 @@ struct Event: Sendable, Equatable {
         self.sealed = sealed
         self.key = key
         self.payload = payload
+        self.authenticator = authenticator
     }
 
-    /// Decodes an event, checking every field and bound.
-    init(decoding bytes: [UInt8]) throws(DecodeFailure) {
-        self = try bytes.withUnsafeBytes { buffer in Event.parse(buffer) }.get()
+    // MARK: - Encoding
+
+    func encoded() -> [UInt8] {
+        var writer = authenticatedPrefix(keyID: authenticator?.keyID)
+        if let authenticator { writer.raw(authenticator.tag) }
+        return writer.bytes
     }
 
-    /// The fixed-size part before the key name: version, origin, counter, HLC, domain, op, policy, encoding, flags.
-    private static let headerLength = 1 + 16 + 8 + 8 + 5
+    /// Every byte an authenticator covers: the encoding up to and including the key id
+    /// (or the kind byte 0 when `keyID` is `nil`).
+    func authenticatedBytes(keyID: KeyID?) -> [UInt8] { authenticatedPrefix(keyID: keyID).bytes }
 
-    /// Parses the version 1 layout in place; every offset is checked against the buffer's size.
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Event, DecodeFailure> {
-        func failure(_ text: String) -> Result<Event, DecodeFailure> { .failure(DecodeFailure(description: text)) }
-        func u64(_ offset: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
-        guard bytes.count >= headerLength + 1 + 4 else { return failure("truncated: \(bytes.count) bytes is shorter than an event") }
-        guard bytes[0] == formatVersion else {
-            return failure("event format version \(bytes[0]) is not supported (this build reads \(formatVersion))")
+    private func authenticatedPrefix(keyID: KeyID?) -> ByteWriter {
+        var writer = ByteWriter(capacity: 120 + key.utf8.count + payload.count)
+        writer.u8(Self.formatVersion)
+        writer.raw(origin.bytes)
+        writer.u64(counter)
+        writer.raw(replica.bytes)
+        writer.u64(hlc.rawValue)
+        writer.u8(domain.rawValue)
+        writer.u8(op.rawValue)
+        writer.u8(policy.rawValue)
+        writer.u8(encoding)
+        writer.u8(sealed ? 1 : 0)
+        writer.shortField(Array(key.utf8))
+        writer.longField(payload)
+        if let keyID {
+            writer.u8(1)
+            writer.raw(keyID.bytes)
+        } else {
+            writer.u8(0)
         }
-        guard let domain = Domain(rawValue: bytes[33]) else { return failure("unknown domain \(bytes[33])") }
-        guard let op = Operation(rawValue: bytes[34]) else { return failure("unknown operation \(bytes[34])") }
-        guard let policy = SyncPolicy(rawValue: bytes[35]) else { return failure("unknown sync policy \(bytes[35])") }
-        let flags = bytes[37]
-        guard flags & ~1 == 0 else { return failure("unknown flags \(flags)") }
-        let keyLength = Int(bytes[headerLength])
-        let keyStart = headerLength + 1
+        return writer
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes an event this build understands, checking every field and bound.
+    init(decoding bytes: [UInt8]) throws(DecodeFailure) {
+        switch try bytes.withUnsafeBytes({ buffer in Event.parse(buffer) }).get() {
+        case let .event(event): self = event
+        case let .opaque(opaque): throw DecodeFailure(description: "an event this build cannot read (\(opaque.reason))")
+        }
+    }
+
+    /// What a stored or received event record holds.
+    enum Parsed: Sendable {
+        /// An event this build understands.
+        case event(Event)
+        /// A well-formed identity followed by what this build does not understand
+        /// (a newer format version, or an unknown domain, operation, policy or flag):
+        /// stored and relayed as opaque bytes, never applied.
+        case opaque(OpaqueEvent)
+    }
+
+    /// The identity prefix: version, origin, counter.
+    static let identityLength = 1 + 16 + 8
+
+    /// Parses an event in place; every offset is checked against the buffer's size.
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Parsed, DecodeFailure> {
+        func failure(_ text: String) -> Result<Parsed, DecodeFailure> { .failure(DecodeFailure(description: text)) }
+        func u64(_ offset: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        guard bytes.count >= identityLength else { return failure("truncated: \(bytes.count) bytes is shorter than an event's identity") }
+        guard let origin = ReplicaID(bytes: Array(bytes[1..<17])) else { return failure("bad origin") }
+        let counter = u64(17)
+        guard counter > 0 else { return failure("counter 0 is not a valid dot") }
+        let version = bytes[0]
+        guard version >= 1 else { return failure("event format version 0 does not exist") }
+        func opaque(_ reason: String) -> Result<Parsed, DecodeFailure> {
+            .success(.opaque(OpaqueEvent(origin: origin, counter: counter, bytes: Array(bytes), reason: reason)))
+        }
+        guard version <= formatVersion else { return opaque("event format version \(version) is newer than this build's \(formatVersion)") }
+
+        // Version 1 has no replica field; version 2 has one after the counter.
+        var offset = identityLength
+        var replica = origin
+        if version >= 2 {
+            guard bytes.count >= offset + 16 else { return failure("truncated replica id") }
+            guard let id = ReplicaID(bytes: Array(bytes[offset..<offset + 16])) else { return failure("bad replica id") }
+            replica = id
+            offset += 16
+        }
+        guard bytes.count >= offset + 8 + 5 + 1 + 4 else { return failure("truncated: \(bytes.count) bytes is shorter than an event") }
+        let hlc = HLC(rawValue: u64(offset))
+        let fields = offset + 8
+        guard let domain = Domain(rawValue: bytes[fields]) else { return opaque("unknown domain \(bytes[fields])") }
+        guard let op = Operation(rawValue: bytes[fields + 1]) else { return opaque("unknown operation \(bytes[fields + 1])") }
+        guard let policy = SyncPolicy(rawValue: bytes[fields + 2]) else { return opaque("unknown sync policy \(bytes[fields + 2])") }
+        let encoding = bytes[fields + 3]
+        let flags = bytes[fields + 4]
+        guard flags & ~1 == 0 else { return opaque("unknown flags \(flags)") }
+        let keyLength = Int(bytes[fields + 5])
+        let keyStart = fields + 6
         guard keyLength > 0, bytes.count >= keyStart + keyLength + 4 else { return failure("truncated or empty key name") }
         guard let key = String(validating: bytes[keyStart..<keyStart + keyLength], as: UTF8.self) else {
             return failure("key name is not UTF-8")
@@ -106,15 +183,43 @@ struct Event: Sendable, Equatable {
         guard bytes.count - payloadStart >= payloadLength else {
             return failure("truncated: payload of \(payloadLength) bytes, \(bytes.count - payloadStart) left")
         }
-        guard bytes.count == payloadStart + payloadLength else {
-            return failure("\(bytes.count - payloadStart - payloadLength) unexpected trailing bytes")
+        let payload = Array(bytes[payloadStart..<payloadStart + payloadLength])
+        var end = payloadStart + payloadLength
+        var authenticator: Authenticator?
+        if version >= 2 {
+            guard bytes.count > end else { return failure("truncated: no authenticator kind") }
+            switch bytes[end] {
+            case 0:
+                end += 1
+            case 1:
+                guard bytes.count >= end + 1 + KeyID.length + Authenticator.tagLength else { return failure("truncated authenticator") }
+                let keyID = KeyID(bytes: Array(bytes[(end + 1)..<(end + 1 + KeyID.length)]))
+                let tagStart = end + 1 + KeyID.length
+                authenticator = Authenticator(keyID: keyID, tag: Array(bytes[tagStart..<tagStart + Authenticator.tagLength]))
+                end = tagStart + Authenticator.tagLength
+            default:
+                return opaque("unknown authenticator kind \(bytes[end])")
+            }
         }
-        let counter = u64(17)
-        guard counter > 0 else { return failure("counter 0 is not a valid dot") }
-        guard let origin = ReplicaID(bytes: Array(bytes[1..<17])) else { return failure("bad origin") }
+        guard bytes.count == end else { return failure("\(bytes.count - end) unexpected trailing bytes") }
         return .success(
-            Event(
-                origin: origin, counter: counter, hlc: HLC(rawValue: u64(25)), domain: domain, op: op, policy: policy,
-                encoding: bytes[36], sealed: flags & 1 == 1, key: key, payload: Array(bytes[payloadStart..<payloadStart + payloadLength])))
+            .event(
+                Event(
+                    origin: origin, counter: counter, replica: replica, hlc: hlc, domain: domain, op: op, policy: policy,
+                    encoding: encoding, sealed: flags & 1 == 1, key: key, payload: payload, authenticator: authenticator)))
     }
+}
+
+/// An event this build cannot read: its identity, and its bytes as received.
+///
+/// It is stored (so its identity is known and never imported twice) and relayed
+/// unchanged to peers that may understand it, but never applied to a view.
+struct OpaqueEvent: Sendable, Equatable {
+    var origin: ReplicaID
+    var counter: UInt64
+    var bytes: [UInt8]
+    /// Why this build cannot read it.
+    var reason: String
+
+    var dot: [UInt8] { origin.bytes + counter.bigEndianBytes }
 }

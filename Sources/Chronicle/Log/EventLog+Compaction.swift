@@ -19,9 +19,9 @@ extension EventLog {
             var acknowledged: UInt64?
             try txn.scan(dbs.peers) { key, value in
                 if let checkpoint = CheckpointKey(bytes: key), checkpoint.epoch == oldEpoch, checkpoint.direction == .push,
-                    checkpoint.filterCode == RangeFilter.syncable.code, let sequence = UInt64(bigEndianBytes: value)
+                    checkpoint.filterCode == RangeFilter.syncable.code, let value = CheckpointValue(bytes: value)
                 {
-                    acknowledged = min(acknowledged ?? .max, sequence)
+                    acknowledged = min(acknowledged ?? .max, value.sequence)
                 }
                 return true
             }

@@ -45,7 +45,7 @@ extension EventLog {
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,
-                            lastWriter: entry.origin, lastChanged: entry.hlc, isSealed: entry.sealed, isRemoved: entry.op == .remove))
+                            lastWriter: entry.replica, lastChanged: entry.hlc, isSealed: entry.sealed, isRemoved: entry.op == .remove))
                 }
             }
             return infos
@@ -60,7 +60,7 @@ extension EventLog {
                 replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
-                dataKeys: try wrappedKeyIDs(txn).count, usedBytes: environment.usedBytes, fileBytes: fileBytes,
+                dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), usedBytes: environment.usedBytes, fileBytes: fileBytes,
                 mapSize: environment.mapSize)
         }
     }

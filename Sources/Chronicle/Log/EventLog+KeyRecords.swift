@@ -10,7 +10,18 @@ typealias LogTransaction = Transaction
 /// its payload in place, inside the write transaction (so a new data key and
 /// the event that first uses it commit together).
 protocol EventSealer: Sendable {
+    /// Seals the event's payload (sets `sealed` and replaces the payload with an envelope).
     func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+    /// Sets the event's authenticator: a keyed MAC over its canonical encoding.
+    func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+}
+
+/// What the log layer asks of the crypto code while it imports a range: whether an event
+/// is authenticated by a member of the sync group. Runs inside the write transaction, so it
+/// uses only keys unwrapped beforehand (never Argon2id).
+protocol EventVerifier: Sendable {
+    /// `nil` when the event is authentic, else why not.
+    func verify(_ event: Event) -> String?
 }
 
 // MARK: - Key records
@@ -78,6 +89,26 @@ extension EventLog {
     /// Every wrapped data key (never a plaintext key).
     func wrappedKeys(_ txn: borrowing LogTransaction) throws -> [WrappedKey] {
         try wrappedKeyIDs(txn).compactMap { id in try wrappedKey(id, txn) }
+    }
+
+    /// The wrapped data key `id` as it travels: its travel wrap when it has one, else as stored.
+    func travelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+        if let bytes = try txn.get(dbs.meta, key: MetaKey.travelKey(id)) {
+            do { return try WrappedKey(decoding: bytes) } catch {
+                throw ChronicleError.corruptKeyRecord(id: id.description, reason: "travel wrap: \(error.description)")
+            }
+        }
+        return try wrappedKey(id, txn)
+    }
+
+    /// Whether data key `id` has a travel wrap.
+    func hasTravelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> Bool {
+        try txn.get(dbs.meta, key: MetaKey.travelKey(id)) != nil
+    }
+
+    /// Stores the travel wrap of a data key.
+    func putTravelKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.travelKey(record.id), value: record.encoded())
     }
 
     /// Stores a wrapped data key (replacing a record with the same id).

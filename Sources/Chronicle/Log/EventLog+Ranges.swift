@@ -4,15 +4,15 @@ import ChronicleLMDB
 extension EventLog {
     // MARK: - Checkpoints
 
-    /// The last sequence acknowledged under `key` (0 when none).
-    func checkpoint(_ key: CheckpointKey) throws -> UInt64 {
+    /// The checkpoint stored under `key` (sequence 0 when none).
+    func checkpoint(_ key: CheckpointKey) throws -> CheckpointValue {
         try environment.read { txn in
-            try txn.get(dbs.peers, key: key.bytes).flatMap { UInt64(bigEndianBytes: $0) } ?? 0
+            try txn.get(dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
         }
     }
 
-    func setCheckpoint(_ key: CheckpointKey, to value: UInt64) throws {
-        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.bigEndianBytes) }
+    func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
+        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.encoded()) }
     }
 
     /// This log's epoch: renewed whenever its sequence numbers are rewritten.
@@ -31,7 +31,9 @@ extension EventLog {
     // MARK: - Export
 
     /// Cuts the range of this log after `after`: at most `maxEvents` events and
-    /// about `maxBytes` bytes (at least one event), with the keys they need.
+    /// about `maxBytes` bytes (at least one event), with the wrapped keys they need
+    /// (for their seals and their authenticators), each in its travel wrap when it has one.
+    /// Events this build cannot read travel as the opaque bytes they arrived as.
     func exportRange(
         after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max
     ) throws -> EventRange {
@@ -39,81 +41,101 @@ extension EventLog {
             let head = try LogHead.read(txn, dbs)
             let start = min(after, head.sequence)
             var events: [Event] = []
+            var opaque: [OpaqueEvent] = []
             var keyIDs: [KeyID] = []
             var bytes = 0
             var upTo = start
+            func full(_ size: Int) -> Bool {
+                events.count + opaque.count > 0 && (events.count + opaque.count >= maxEvents || bytes + size > maxBytes)
+            }
             try txn.scan(dbs.events, from: (start + 1).bigEndianBytes) { key, value in
                 guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
                 let record = try LogRecord(decoding: value, sequence: sequence)
-                if record.kind == .anchor {
-                    upTo = sequence
-                    return true
-                }
-                let event = try record.event(sequence: sequence)
-                if filter?.admits(event) ?? true, event.origin != excluding {
-                    if !events.isEmpty, events.count >= maxEvents || bytes + event.payload.count > maxBytes { return false }
-                    events.append(event)
-                    bytes += event.payload.count + 64
-                    if event.sealed, let envelope = try? Envelope(decoding: event.payload), !keyIDs.contains(envelope.keyID) {
-                        keyIDs.append(envelope.keyID)
+                switch record.kind {
+                case .anchor:
+                    break
+                case .opaque:
+                    // Newer formats relay with every manual sync, never with automatic pushes.
+                    if filter == nil || filter == .syncable {
+                        guard case let .success(.opaque(item)) = record.body.withUnsafeBytes({ Event.parse($0) }) else {
+                            throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
+                        }
+                        if full(item.bytes.count) { return false }
+                        opaque.append(item)
+                        bytes += item.bytes.count + 16
+                    }
+                case .event:
+                    let event = try record.event(sequence: sequence)
+                    if filter?.admits(event) ?? true, event.origin != excluding {
+                        if full(event.payload.count) { return false }
+                        events.append(event)
+                        bytes += event.payload.count + 64
+                        if event.sealed, let envelope = try? Envelope(decoding: event.payload), !keyIDs.contains(envelope.keyID) {
+                            keyIDs.append(envelope.keyID)
+                        }
+                        if let id = event.authenticator?.keyID, !keyIDs.contains(id) { keyIDs.append(id) }
                     }
                 }
                 upTo = sequence
                 return true
             }
-            let keys = try keyIDs.compactMap { id in
-                try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)).flatMap { try? WrappedKey(decoding: $0) }
-            }
-            return EventRange(source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence, keys: keys, events: events)
+            let keys = try keyIDs.compactMap { id in try travelKey(id, txn) }
+            return EventRange(
+                source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
+                afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: events, opaque: opaque)
         }
+    }
+
+    /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
+    func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
+        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
+            return LogHead.empty.chain
+        }
+        return Array(bytes.suffix(LogRecord.hashLength))
+    }
+
+    func chainHash(at sequence: UInt64) throws -> [UInt8] {
+        try environment.read { txn in try chainHash(at: sequence, txn) }
     }
 
     // MARK: - Import
 
-    /// Applies a received range in one transaction: new events are appended and
-    /// indexed, known ones are skipped, and the optional checkpoint advances in
-    /// the same transaction. Any malformed or conflicting event fails the whole range.
+    /// Applies a received range in one transaction.
+    ///
+    /// New events are appended and indexed, known ones skipped. What fails validation or
+    /// authentication is set aside in the quarantine with its reason and `source`, never
+    /// applied and never relayed, and never stops the rest: the checkpoint advances in the
+    /// same transaction. Events of newer formats are stored and relayed as opaque bytes.
+    /// Key records were screened before the transaction (no Argon2id runs inside it).
     func importRange(
-        _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64)?, requireSealedDefaults: Bool
+        _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
+        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
     ) throws -> RangeReceipt {
         var committed: [CommittedEvent] = []
         let receipt = try environment.write { txn in
             committed = []
             var receipt = RangeReceipt()
-            receipt.received = range.events.count
+            receipt.received = range.events.count + range.opaque.count
             var head = try LogHead.read(txn, dbs)
             let now = UnixMilliseconds.now()
             try EventLog.promoteDeferred(txn, dbs, now: now, driftMilliseconds: driftMilliseconds)
-            for key in range.keys where try txn.get(dbs.meta, key: MetaKey.wrappedKey(key.id)) == nil {
-                try txn.put(dbs.meta, key: MetaKey.wrappedKey(key.id), value: key.encoded())
-                receipt.keys += 1
+            receipt.keys = try addWrappedKeys(keys.accepted, txn)
+            for (record, reason, detail) in keys.rejected {
+                try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, txn)
+                receipt.quarantined += 1
             }
-            for (index, event) in range.events.enumerated() {
-                if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
-                    if known == 0 {  // compacted away here: known, content no longer comparable
+            for event in range.events {
+                if let (reason, detail) = try screen(event, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
+                    if reason == .duplicate {
                         receipt.duplicates += 1
-                        continue
+                    } else if let reason = reason.quarantine {
+                        try quarantine(.event, reason, detail: detail, bytes: event.encoded(), source: source, now: now, txn)
+                        receipt.quarantined += 1
                     }
-                    guard let bytes = try txn.get(dbs.events, key: known.bigEndianBytes) else {
-                        throw ChronicleError.corruptRecord(sequence: known, reason: "in the dots index but missing from the log")
-                    }
-                    let stored = try LogRecord(decoding: bytes, sequence: known).event(sequence: known)
-                    guard stored == event else {
-                        throw ChronicleError.malformedInput(
-                            "event \(index) (\(event.origin.short):\(event.counter)) differs from the event this replica has with the same identity")
-                    }
-                    receipt.duplicates += 1
                     continue
-                }
-                if event.domain == .secrets && !event.sealed {
-                    throw ChronicleError.malformedInput("event \(index) is an unsealed secret (key \"\(event.key)\")")
-                }
-                if requireSealedDefaults && !event.sealed {
-                    throw ChronicleError.malformedInput("event \(index) is unsealed; this store seals every value (key \"\(event.key)\")")
                 }
                 let deferred = event.hlc.milliseconds > now + driftMilliseconds
                 if !deferred { head.hlc = max(head.hlc, event.hlc) }
-                if event.origin == replica { head.counter = max(head.counter, event.counter) }
                 let (sequence, won) = try append(event, txn, &head, indexView: !deferred)
                 if deferred {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
@@ -122,12 +144,79 @@ extension EventLog {
                 receipt.applied += 1
                 committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
             }
+            for item in range.opaque {
+                if try txn.get(dbs.dots, key: item.dot) != nil {
+                    receipt.duplicates += 1
+                    continue
+                }
+                if item.counter > Event.maxCounter || item.origin == writer {
+                    let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
+                    try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, txn)
+                    receipt.quarantined += 1
+                    continue
+                }
+                try appendOpaque(item, txn, &head)
+                receipt.opaque += 1
+            }
             try head.write(txn, dbs)
-            if let checkpoint { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: checkpoint.value.bigEndianBytes) }
+            if let checkpoint {
+                try txn.put(dbs.peers, key: checkpoint.key.bytes, value: CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded())
+            }
             return receipt
         }
         if !committed.isEmpty { observers.publish(committed) }
         return receipt
+    }
+
+    /// What an import does with one event: nothing (apply it), skip it, or quarantine it.
+    private enum Screening: Equatable {
+        case duplicate
+        case reject(QuarantinedItem.Reason)
+
+        var quarantine: QuarantinedItem.Reason? {
+            if case let .reject(reason) = self { return reason }
+            return nil
+        }
+    }
+
+    /// Checks one received event against this log; `nil` when it is new and may be applied.
+    private func screen(
+        _ event: Event, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
+    ) throws -> (Screening, String)? {
+        guard event.counter <= Event.maxCounter else {
+            return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
+        }
+        if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
+            guard known != 0 else { return (.duplicate, "") }  // compacted away here: known, content no longer comparable
+            guard let bytes = try txn.get(dbs.events, key: known.bigEndianBytes) else {
+                throw ChronicleError.corruptRecord(sequence: known, reason: "in the dots index but missing from the log")
+            }
+            let record = try LogRecord(decoding: bytes, sequence: known)
+            if record.kind == .event, try record.event(sequence: known) == event { return (.duplicate, "") }
+            return (.reject(.conflictingIdentity), "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))")
+        }
+        if event.origin == writer {
+            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
+        }
+        if let verifier, let problem = verifier.verify(event) {
+            return (.reject(.unauthenticated), problem)
+        }
+        if !event.sealed && (event.domain == .secrets || requireSealedDefaults) {
+            return (.reject(.unsealed), event.domain == .secrets ? "an unsealed secret" : "an unsealed value; this store seals every value")
+        }
+        return nil
+    }
+
+    /// Appends an event this build cannot read as an opaque record: identity known, never applied.
+    private func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+        head.sequence += 1
+        let sequence = head.sequence
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID))
+        try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .opaque, body: item.bytes, hash: hash).encoded(), flags: .append)
+        head.chain = hash
+        guard try txn.insert(dbs.dots, key: item.dot, value: sequence.bigEndianBytes) else {
+            throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(item.origin.short):\(item.counter) is already in the log")
+        }
     }
 
     /// Moves events whose time has come from the drift guard's waiting list into the views.

@@ -34,10 +34,16 @@ extension EventLog {
                 do { _ = try Anchor(decoding: Array(body)) } catch {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
                 }
-            } else {
+            } else if kind == .event {
                 switch Event.parse(body) {
-                case let .success(event): try visit(sequence, event)
+                case let .success(.event(event)): try visit(sequence, event)
+                case let .success(.opaque(opaque)): throw ChronicleError.corruptRecord(sequence: sequence, reason: opaque.reason)
                 case let .failure(error): throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
+                }
+            } else if kind == .opaque {
+                // Kept as received, never applied; it must still carry an identity.
+                guard case .success(.opaque) = Event.parse(body) else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
                 }
             }
             expected += 1

@@ -14,8 +14,14 @@ final class EventLog: Sendable {
     let environment: Environment
     let dbs: Databases
     let path: String
-    /// This replica's id (shared by every process that opens the store).
+    /// This replica's id (shared by every process that opens the store): the device's lasting identity.
     let replica: ReplicaID
+    /// The origin of the events this opening writes: drawn at random at every open, so a store
+    /// restored from a backup, copied, or rolled back by a power cut never mints an identity
+    /// (origin, counter) it minted before, and two processes on one store never share one.
+    let writer: ReplicaID
+    /// The last counter used by `writer` (only this opening writes with it; only the group-commit leader changes it).
+    private let writerCounter = Mutex<UInt64>(0)
     private let committer: Mutex<GroupCommitter<[PendingChange], [CommittedEvent]>?> = Mutex(nil)
     private let flushTask = Mutex<Task<Void, Never>?>(nil)
     let observers = ObserverHub()
@@ -42,6 +48,7 @@ final class EventLog: Sendable {
         self.path = directory
         let dbs = try Databases(environment: environment)
         self.dbs = dbs
+        writer = ReplicaID.random()
         replica = try environment.write { txn in try EventLog.prepareMeta(txn, dbs, directory: directory) }
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 {
             let drift = driftMilliseconds
@@ -137,25 +144,30 @@ final class EventLog: Sendable {
     private func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
         let results: [Result<[CommittedEvent], any Error>]
         do {
-            let committed = try environment.write { txn in
+            let (committed, counter) = try environment.write { txn in
                 var head = try LogHead.read(txn, dbs)
+                var counter = writerCounter.withLock { $0 }
                 try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
-                for changes in groups { out.append(try applyLocal(changes, txn, &head)) }
+                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
                 try head.write(txn, dbs)
-                return out
+                return (out, counter)
             }
+            writerCounter.withLock { $0 = counter }
             results = committed.map { .success($0) }
         } catch where groups.count > 1 {
             // One request failed: commit the others on their own, so no caller pays for another's error.
             results = groups.map { changes in
                 Result {
-                    try environment.write { txn in
+                    let (out, counter) = try environment.write { txn in
                         var head = try LogHead.read(txn, dbs)
-                        let out = try applyLocal(changes, txn, &head)
+                        var counter = writerCounter.withLock { $0 }
+                        let out = try applyLocal(changes, txn, &head, &counter)
                         try head.write(txn, dbs)
-                        return out
+                        return (out, counter)
                     }
+                    writerCounter.withLock { $0 = counter }
+                    return out
                 }
             }
         } catch {
@@ -166,17 +178,24 @@ final class EventLog: Sendable {
         return results
     }
 
-    private func applyLocal(_ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead) throws -> [CommittedEvent] {
+    private func applyLocal(
+        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout UInt64
+    ) throws -> [CommittedEvent] {
+        if counter == 0, !changes.isEmpty {
+            // The first event of this writer: record the writer (and when it was drawn) in `meta`.
+            try txn.put(dbs.meta, key: MetaKey.writer(writer), value: UnixMilliseconds.now().bigEndianBytes)
+        }
         var committed: [CommittedEvent] = []
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
         for change in changes {
-            head.counter += 1
+            counter += 1
             head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
             var event = Event(
-                origin: replica, counter: head.counter, hlc: head.hlc, domain: change.domain, op: change.op,
+                origin: writer, counter: counter, replica: replica, hlc: head.hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
+            if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
             let (sequence, won) = try append(event, txn, &head)
             committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
         }

@@ -6,6 +6,9 @@ enum RecordKind: UInt8, Sendable {
     case event = 1
     /// The first record of a compacted log: what the dropped prefix was (see ``Anchor``).
     case anchor = 3
+    /// An event this build cannot read (a newer format, or unknown fields), kept as received:
+    /// its identity is known and it relays, but it is never applied (see ``OpaqueEvent``).
+    case opaque = 4
 }
 
 /// A record of the local log as stored in the `events` database:

@@ -17,4 +17,10 @@ enum MetaKey {
     /// Wrapped data keys: `dk/` ‖ key id.
     static let wrappedKeyPrefix = Array("dk/".utf8)
     static func wrappedKey(_ id: KeyID) -> [UInt8] { wrappedKeyPrefix + id.bytes }
+    /// Travel wraps of this replica's passphrase-wrapped data keys (at least MODERATE cost): `dk.travel/` ‖ key id.
+    static let travelKeyPrefix = Array("dk.travel/".utf8)
+    static func travelKey(_ id: KeyID) -> [UInt8] { travelKeyPrefix + id.bytes }
+    /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
+    static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
+
 }

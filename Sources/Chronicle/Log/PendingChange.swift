@@ -14,6 +14,8 @@ struct PendingChange: Sendable {
     var payload: [UInt8]
     /// Seals the payload inside the write transaction (secrets, and plain values of encrypted stores).
     var sealer: (any EventSealer)? = nil
+    /// Authenticates the event inside the write transaction (every event of a sync-group member).
+    var authenticator: (any EventSealer)? = nil
 }
 
 /// An event as committed to the local log.

@@ -1,22 +1,24 @@
 /// The current state of one key in a view (`defaults` or `secrets`): the
 /// winning event's order fields and its payload (still sealed in `secrets`).
 ///
-/// ## Binary encoding, version 1
+/// ## Binary encoding, version 2
 ///
 /// ```
-/// u8      entry version (1)
+/// u8      entry version (2; version 1 has no replica and is read too)
 /// u64     HLC
-/// [16]    origin
+/// [16]    origin (the writer)
 /// u64     counter
 /// u64     local sequence of the event
 /// u8      op, u8 policy, u8 encoding, u8 flags (as in the event)
 /// u32 + n payload
+/// [16]    replica id of the device that wrote it        (version 2)
 /// ```
 struct ViewEntry: Sendable, Equatable {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     var hlc: HLC
     var origin: ReplicaID
+    var replica: ReplicaID
     var counter: UInt64
     var sequence: UInt64
     var op: Operation
@@ -28,6 +30,7 @@ struct ViewEntry: Sendable, Equatable {
     init(event: Event, sequence: UInt64) {
         hlc = event.hlc
         origin = event.origin
+        replica = event.replica
         counter = event.counter
         self.sequence = sequence
         op = event.op
@@ -49,7 +52,7 @@ struct ViewEntry: Sendable, Equatable {
     /// Reads only the order fields of a stored entry, in place (the write path
     /// compares against the current winner without decoding its payload).
     static func order(of bytes: UnsafeRawBufferPointer) -> ConflictOrder? {
-        guard bytes.count >= 33, bytes[0] == version else { return nil }
+        guard bytes.count >= 33, bytes[0] == 1 || bytes[0] == version else { return nil }
         func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[offset + $1]) } }
         guard let origin = ReplicaID(bytes: Array(bytes[9..<25])) else { return nil }
         return ConflictOrder(hlc: HLC(rawValue: u64(1)), origin: origin, counter: u64(25))
@@ -67,13 +70,14 @@ struct ViewEntry: Sendable, Equatable {
         writer.u8(encoding)
         writer.u8(sealed ? 1 : 0)
         writer.longField(payload)
+        writer.raw(replica.bytes)
         return writer.bytes
     }
 
     init(decoding bytes: [UInt8]) throws(DecodeFailure) {
         var reader = ByteReader(bytes)
         let version = try reader.u8()
-        guard version == Self.version else { throw DecodeFailure(description: "view entry version \(version) is not supported") }
+        guard version == 1 || version == Self.version else { throw DecodeFailure(description: "view entry version \(version) is not supported") }
         hlc = HLC(rawValue: try reader.u64())
         guard let origin = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad origin") }
         self.origin = origin
@@ -88,6 +92,12 @@ struct ViewEntry: Sendable, Equatable {
         encoding = try reader.u8()
         sealed = try reader.u8() & 1 == 1
         payload = try reader.longField()
+        if version >= 2 {
+            guard let replica = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad replica") }
+            self.replica = replica
+        } else {
+            replica = origin
+        }
         try reader.expectEnd()
     }
 }

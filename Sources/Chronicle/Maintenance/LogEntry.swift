@@ -4,9 +4,12 @@ public import Foundation
 public struct LogEntry: Sendable, Equatable {
     /// The local log sequence.
     public let sequence: UInt64
-    /// The replica that made the change.
+    /// The replica (device) that made the change: its ``Store/replicaID``.
     public let origin: ReplicaID
-    /// The per-origin counter (with `origin`, the event's identity).
+    /// The writer that made the change: a random id drawn each time a process opened the
+    /// store there. With `counter`, the event's identity, which no restore or rollback repeats.
+    public let writer: ReplicaID
+    /// The per-writer counter (with `writer`, the event's identity).
     public let counter: UInt64
     /// The hybrid logical clock reading.
     public let timestamp: HLC
@@ -31,7 +34,8 @@ public struct LogEntry: Sendable, Equatable {
     init(_ committed: CommittedEvent) {
         let event = committed.event
         sequence = committed.sequence
-        origin = event.origin
+        origin = event.replica
+        writer = event.origin
         counter = event.counter
         timestamp = event.hlc
         domain = event.domain.name

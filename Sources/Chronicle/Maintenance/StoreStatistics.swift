@@ -22,6 +22,8 @@ public struct StoreStatistics: Sendable, Equatable {
     public var checkpoints: Int
     /// Wrapped data keys.
     public var dataKeys: Int
+    /// Items peers sent that were set aside (see ``Store/quarantinedItems()``).
+    public var quarantined: Int
     /// Bytes of the data file in use.
     public var usedBytes: Int
     /// Bytes of the data file on disk.

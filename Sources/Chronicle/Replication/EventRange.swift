@@ -1,27 +1,31 @@
 import ChronicleSodium
 
 /// A range of a replica's log: its events with local sequence in `(after, upTo]`
-/// that pass a filter, plus the wrapped data keys their sealed payloads need.
+/// that pass a filter, plus the wrapped data keys their seals and authenticators need.
 ///
-/// ## Wire and file format, version 1
+/// ## Wire and file format, version 2 (docs/FORMAT.md, "Range")
 ///
 /// ```
 /// [8]   magic "CHRNRNGE"
-/// u8    protocol version (1)
+/// u8    protocol version (2; version 1 is read too)
 /// [16]  source replica id (the log the sequences belong to)
 /// [16]  source log epoch
 /// u64   after
 /// u64   upTo            (the source's sequences this range covers, filtered events included)
 /// u64   head            (the source's last sequence when the range was cut)
+/// [32]  chain hash of the source's record at after (zeros: none)     (version 2 only)
+/// [32]  chain hash of the source's record at upTo (zeros: none)      (version 2 only)
 /// u32   item count      (at most 65,536)
 /// items: u8 kind (1 wrapped key, 2 event) + u32 length + bytes
 /// [32]  BLAKE2b-256 of everything above
 /// ```
-/// Keys come before the events that use them. A truncated, altered or
-/// oversized range fails to decode as a whole; nothing of it is applied.
+/// Keys come before the events that use them. An event item whose identity parses
+/// but whose format is newer (or has unknown fields) is an opaque event: it is stored
+/// and relayed, never applied. A truncated, altered or oversized range, or an item
+/// without an identity, fails to decode as a whole; nothing of it is applied.
 struct EventRange: Sendable {
     static let magic = Array("CHRNRNGE".utf8)
-    static let protocolVersion: UInt8 = 1
+    static let protocolVersion: UInt8 = 2
     static let maxItems = 65_536
     /// The largest range accepted from a peer or a file (events may be up to 64 MiB each).
     static let maxEncodedSize = 256 << 20
@@ -31,14 +35,20 @@ struct EventRange: Sendable {
     var after: UInt64
     var upTo: UInt64
     var head: UInt64
+    /// The chain hash of the source's record at `after`: a puller whose checkpoint remembers
+    /// another hash there knows the source's log changed under it (a restore, a rollback).
+    var afterChain: [UInt8]
+    /// The chain hash of the source's record at `upTo`: what a checkpoint at `upTo` remembers.
+    var upToChain: [UInt8]
     var keys: [WrappedKey]
     var events: [Event]
+    var opaque: [OpaqueEvent]
 
     /// `true` when the source had nothing after this range when it was cut.
     var reachesHead: Bool { upTo >= head }
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 128 + events.reduce(0) { $0 + 64 + $1.payload.count })
+        var writer = ByteWriter(capacity: 160 + events.reduce(0) { $0 + 120 + $1.payload.count } + opaque.reduce(0) { $0 + 8 + $1.bytes.count })
         writer.raw(Self.magic)
         writer.u8(Self.protocolVersion)
         writer.raw(source.bytes)
@@ -46,7 +56,9 @@ struct EventRange: Sendable {
         writer.u64(after)
         writer.u64(upTo)
         writer.u64(head)
-        writer.u32(UInt32(keys.count + events.count))
+        writer.raw(afterChain)
+        writer.raw(upToChain)
+        writer.u32(UInt32(keys.count + events.count + opaque.count))
         for key in keys {
             writer.u8(1)
             writer.longField(key.encoded())
@@ -54,6 +66,10 @@ struct EventRange: Sendable {
         for event in events {
             writer.u8(2)
             writer.longField(event.encoded())
+        }
+        for item in opaque {
+            writer.u8(2)
+            writer.longField(item.bytes)
         }
         writer.raw(GenericHash.hash(writer.bytes))
         return writer.bytes
@@ -73,8 +89,8 @@ struct EventRange: Sendable {
             var reader = ByteReader(body)
             guard try reader.raw(Self.magic.count) == Self.magic else { throw DecodeFailure(description: "not a Chronicle range") }
             let version = try reader.u8()
-            guard version == Self.protocolVersion else {
-                throw DecodeFailure(description: "range protocol version \(version) is not supported (this build speaks \(Self.protocolVersion))")
+            guard version == 1 || version == Self.protocolVersion else {
+                throw DecodeFailure(description: "range protocol version \(version) is not supported (this build speaks 1 and \(Self.protocolVersion))")
             }
             guard let source = ReplicaID(bytes: try reader.raw(16)) else { throw DecodeFailure(description: "bad source id") }
             self.source = source
@@ -84,21 +100,30 @@ struct EventRange: Sendable {
             upTo = try reader.u64()
             head = try reader.u64()
             guard after <= upTo, upTo <= head else { throw DecodeFailure(description: "range bounds \(after)...\(upTo) of \(head) are inconsistent") }
+            afterChain = version >= 2 ? try reader.raw(LogRecord.hashLength) : LogHead.empty.chain
+            upToChain = version >= 2 ? try reader.raw(LogRecord.hashLength) : LogHead.empty.chain
             let count = Int(try reader.u32())
             guard count <= Self.maxItems else { throw DecodeFailure(description: "\(count) items is over the limit of \(Self.maxItems)") }
             keys = []
             events = []
+            opaque = []
             for index in 0..<count {
                 let kind = try reader.u8()
                 let item = try reader.longField(limit: Self.maxEncodedSize)
                 switch kind {
                 case 1:
-                    guard events.isEmpty else { throw DecodeFailure(description: "item \(index): keys must precede events") }
+                    guard events.isEmpty && opaque.isEmpty else { throw DecodeFailure(description: "item \(index): keys must precede events") }
                     keys.append(try WrappedKey(decoding: item))
                 case 2:
-                    let event = try Event(decoding: item)
-                    guard event.key.utf8.count <= Keys.maxNameLength else { throw DecodeFailure(description: "item \(index): key name too long") }
-                    events.append(event)
+                    switch item.withUnsafeBytes({ Event.parse($0) }) {
+                    case let .success(.event(event)):
+                        guard event.key.utf8.count <= Keys.maxNameLength else { throw DecodeFailure(description: "item \(index): key name too long") }
+                        events.append(event)
+                    case let .success(.opaque(item)):
+                        opaque.append(item)
+                    case let .failure(error):
+                        throw DecodeFailure(description: "item \(index): \(error.description)")
+                    }
                 default:
                     throw DecodeFailure(description: "item \(index): unknown kind \(kind)")
                 }
@@ -109,13 +134,20 @@ struct EventRange: Sendable {
         }
     }
 
-    init(source: ReplicaID, epoch: LogEpoch, after: UInt64, upTo: UInt64, head: UInt64, keys: [WrappedKey], events: [Event]) {
+    init(
+        source: ReplicaID, epoch: LogEpoch, after: UInt64, upTo: UInt64, head: UInt64,
+        afterChain: [UInt8] = LogHead.empty.chain, upToChain: [UInt8] = LogHead.empty.chain,
+        keys: [WrappedKey], events: [Event], opaque: [OpaqueEvent] = []
+    ) {
         self.source = source
         self.epoch = epoch
         self.after = after
         self.upTo = upTo
         self.head = head
+        self.afterChain = afterChain
+        self.upToChain = upToChain
         self.keys = keys
         self.events = events
+        self.opaque = opaque
     }
 }

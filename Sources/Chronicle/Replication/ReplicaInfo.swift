@@ -10,12 +10,16 @@ public struct ReplicaInfo: Sendable, Equatable, Codable {
     public var protocolVersion: UInt8
     /// The replica's last log sequence.
     public var head: UInt64
+    /// The origin of the events the replica writes now (its current writer), if it has one:
+    /// a peer need not send those back. `nil` for a mailbox or an older peer.
+    public var writer: ReplicaID?
 
     /// Creates an info value.
-    public init(replicaID: ReplicaID, epoch: LogEpoch, protocolVersion: UInt8, head: UInt64) {
+    public init(replicaID: ReplicaID, epoch: LogEpoch, protocolVersion: UInt8, head: UInt64, writer: ReplicaID? = nil) {
         self.replicaID = replicaID
         self.epoch = epoch
         self.protocolVersion = protocolVersion
         self.head = head
+        self.writer = writer
     }
 }

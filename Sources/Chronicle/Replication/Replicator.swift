@@ -97,38 +97,60 @@ public actor Replicator: Service {
 
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
-        var after = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
-        if after > remote.head { after = 0 }  // a checkpoint the remote cannot honour: start over (dots make it safe)
+        var checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
+        if checkpoint.sequence > remote.head { checkpoint = .zero }  // a checkpoint the remote cannot honour: start over (dots make it safe)
+        var after = checkpoint.sequence
+        var expectedChain = checkpoint.chain
+        let source = "peer \(peer.name)"
+        // Only this opening's own events are left out: a replica rolled back to an older copy
+        // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
             try Task.checkCancellation()
-            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.replicaID, maxEvents: configuration.batchEvents)))
+            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.writer, maxEvents: configuration.batchEvents)))
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
             }
-            report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo)) })
+            // The remote's log under our checkpoint is not the one we pulled (it was restored or
+            // rolled back and wrote new records under old sequence numbers): start over from zero.
+            if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
+                after = 0
+                expectedChain = nil
+                continue
+            }
+            report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source) })
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if range.reachesHead || range.upTo <= after { break }
             after = range.upTo
+            expectedChain = range.upToChain
         }
 
         // Push: our log after our checkpoint for (remote, our epoch, push, filter).
         let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)
-        var sent = try await BlockingWork.run { try eventLog.checkpoint(pushKey) }
+        var sent = try await BlockingWork.run { () throws -> UInt64 in
+            let checkpoint = try eventLog.checkpoint(pushKey)
+            // Our own log under the checkpoint changed (restored in place): push from the start.
+            if let chain = checkpoint.chain, checkpoint.sequence > 0, try eventLog.chainHash(at: checkpoint.sequence) != chain { return 0 }
+            try store.prepareTravelKeys()
+            return checkpoint.sequence
+        }
         let (batchEvents, batchBytes) = (configuration.batchEvents, configuration.batchBytes)
         while true {
             try Task.checkCancellation()
             let after = sent
             let range = try await BlockingWork.run {
-                try eventLog.exportRange(after: after, filter: filter, excluding: remote.replicaID, maxEvents: batchEvents, maxBytes: batchBytes)
+                try eventLog.exportRange(after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes)
             }
-            if !range.events.isEmpty {
+            if !range.events.isEmpty || !range.opaque.isEmpty {
                 report.pushed.add(try await peer.transport.push(Data(range.encoded())))
-                report.sent += range.events.count
+                report.sent += range.events.count + range.opaque.count
                 report.batches += 1
                 configuration.progress?(peer.name, report.pulled.received + report.sent)
             }
-            if range.upTo > sent { try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: range.upTo) } }
+            if range.upTo > sent {
+                let value = CheckpointValue(sequence: range.upTo, chain: range.upToChain)
+                try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: value) }
+            }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }

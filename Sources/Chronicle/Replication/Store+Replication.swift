@@ -7,7 +7,7 @@ extension Store {
         return try mappingErrors {
             ReplicaInfo(
                 replicaID: eventLog.replica, epoch: try eventLog.epoch(), protocolVersion: EventRange.protocolVersion,
-                head: try eventLog.head().sequence)
+                head: try eventLog.head().sequence, writer: eventLog.writer)
         }
     }
 
@@ -25,6 +25,7 @@ extension Store {
         maxEvents: Int = 256, maxBytes: Int = 1 << 20
     ) throws(ChronicleError) -> Data {
         let eventLog = try eventLog
+        try prepareTravelKeys()
         return try mappingErrors {
             Data(try eventLog.exportRange(after: after, filter: filter, excluding: origin, maxEvents: max(1, maxEvents), maxBytes: maxBytes).encoded())
         }
@@ -32,24 +33,44 @@ extension Store {
 
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///
-    /// Re-sent events are skipped; an event that conflicts with one this
-    /// replica has under the same identity, a malformed or truncated range, or
-    /// an unsealed secret fails the whole range and applies nothing.
-    public func importRange(_ data: Data) throws(ChronicleError) -> RangeReceipt {
-        try importRange(EventRange(decoding: Array(data)), checkpoint: nil)
+    /// Re-sent events are skipped. What fails validation or authentication (see the trust
+    /// model in the README) is set aside in the quarantine with its reason and `source`, and
+    /// the rest applies; ``quarantinedItems()`` lists it. Events of newer formats are stored
+    /// and relayed, not applied. Bytes that do not decode as a range apply nothing and throw
+    /// ``ChronicleError/malformedInput(_:)``.
+    /// - Parameters:
+    ///   - data: A range, as ``exportRange(after:filter:excludingOrigin:maxEvents:maxBytes:)`` or `chronicle export` writes it.
+    ///   - source: Where the range came from, recorded with anything quarantined (a peer, a file).
+    public func importRange(_ data: Data, from source: String = "an imported range") throws(ChronicleError) -> RangeReceipt {
+        try importRange(EventRange(decoding: Array(data)), checkpoint: nil, source: source)
     }
 
-    func importRange(_ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64)?) throws(ChronicleError) -> RangeReceipt {
+    /// - Parameter verify: whether a member verifies authenticators (not for a copy of its own log).
+    func importRange(
+        _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
+    ) throws(ChronicleError) -> RangeReceipt {
         let eventLog = try eventLog
+        let keyring = try? crypto.get()
+        let screening = keyring?.prepareImport(range) ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
+        let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
-            try eventLog.importRange(range, checkpoint: checkpoint, requireSealedDefaults: configuration.encryptDefaults)
+            try eventLog.importRange(
+                range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
+                source: source)
         }
+    }
+
+    /// Gives this store's passphrase-wrapped keys their travel wraps before anything leaves it.
+    func prepareTravelKeys() throws(ChronicleError) {
+        guard let keyring = try? crypto.get() else { return }
+        try mappingErrors { try keyring.prepareTravelKeys() }
     }
 
     /// Every syncable event with sequence in `range`, as one range file (for `chronicle export`).
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the events do not fit one file (256 MiB); export smaller ranges.
     public func exportFile(sequences range: ClosedRange<UInt64>) throws(ChronicleError) -> Data {
         let eventLog = try eventLog
+        try prepareTravelKeys()
         let cut = try mappingErrors {
             try eventLog.exportRange(
                 after: range.lowerBound > 0 ? range.lowerBound - 1 : 0, filter: .syncable, excluding: nil,

@@ -14,7 +14,7 @@ public struct Revision<Value: Sendable>: Sendable, CustomStringConvertible {
     public let timestamp: HLC
     /// The local log sequence of the event.
     public let sequence: UInt64
-    /// The replica that made the change.
+    /// The replica (device) that made the change: its ``Store/replicaID``.
     public let origin: ReplicaID
     /// `true` when this replica made the change.
     public let isLocal: Bool
@@ -27,8 +27,8 @@ public struct Revision<Value: Sendable>: Sendable, CustomStringConvertible {
         date = UnixMilliseconds.date(event.hlc.milliseconds)
         timestamp = event.hlc
         self.sequence = sequence
-        origin = event.origin
-        isLocal = event.origin == localReplica
+        origin = event.replica
+        isLocal = event.replica == localReplica
         isSecret = event.domain == .secrets
     }
 

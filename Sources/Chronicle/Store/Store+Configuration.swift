@@ -30,6 +30,10 @@ extension Store {
         /// still enter the views at once. Later ones are stored and relayed but
         /// wait until local time reaches them. Default one hour.
         public var maxClockDrift: Duration
+        /// The Argon2id cost at which passphrase-wrapped keys leave the store (ranges, mailboxes,
+        /// exports, HTTP), and the least a received one may have. Always ``KeyDerivationCost/moderate``
+        /// outside the project's own tests, which lower it to stay fast.
+        var travelKeyCost: KeyDerivationCost = .moderate
 
         /// Creates a configuration.
         public init(

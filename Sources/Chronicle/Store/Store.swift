@@ -146,6 +146,12 @@ public final class Store: Sendable {
 
     func commit(_ changes: [PendingChange]) throws(ChronicleError) {
         guard !changes.isEmpty else { return }
+        var changes = changes
+        if configuration.keySource != nil {
+            // A member of a sync group authenticates every event it writes.
+            let keyring = try crypto.get()
+            for index in changes.indices { changes[index].authenticator = keyring }
+        }
         let eventLog = try eventLog
         _ = try mappingErrors { try eventLog.commit(changes) }
     }

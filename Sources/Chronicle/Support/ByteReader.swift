@@ -36,6 +36,10 @@ struct ByteReader {
         try raw(Int(try u8()))
     }
 
+    mutating func mediumField() throws(DecodeFailure) -> [UInt8] {
+        try raw(Int(try u16()))
+    }
+
     mutating func longField(limit: Int = Int(UInt32.max)) throws(DecodeFailure) -> [UInt8] {
         let count = Int(try u32())
         guard count <= limit else { throw DecodeFailure(description: "field of \(count) bytes over the limit of \(limit)") }

@@ -17,6 +17,13 @@ struct ByteWriter {
         raw(value)
     }
 
+    /// A field of at most 65,535 bytes, prefixed with its length as a 16-bit big-endian integer.
+    mutating func mediumField(_ value: [UInt8]) {
+        precondition(value.count <= 0xFFFF, "medium field over 65,535 bytes")  // callers truncate first
+        u16(UInt16(value.count))
+        raw(value)
+    }
+
     /// A field prefixed with its length as a 32-bit big-endian integer.
     mutating func longField(_ value: [UInt8]) {
         u32(UInt32(value.count))

@@ -24,18 +24,25 @@ struct WireInfo: Codable {
     var epoch: String
     var protocolVersion: UInt8
     var head: UInt64
+    var writer: String?
 
     init(_ info: ReplicaInfo) {
         replicaID = info.replicaID.hex
         epoch = info.epoch.hex
         protocolVersion = info.protocolVersion
         head = info.head
+        writer = info.writer?.hex
     }
 
     func info() throws -> ReplicaInfo {
         guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
             throw ChronicleError.malformedInput("the peer's info is malformed")
         }
-        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head)
+        var writerID: ReplicaID?
+        if let writer {
+            guard let id = ReplicaID(hex: writer) else { throw ChronicleError.malformedInput("the peer's writer id is malformed") }
+            writerID = id
+        }
+        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID)
     }
 }

@@ -1,0 +1,108 @@
+import ChronicleSodium
+import Synchronization
+
+/// Authenticators: every event a member writes carries a keyed BLAKE2b-256 MAC over its
+/// canonical encoding, and every member verifies every event it imports.
+///
+/// The MAC key is `crypto_kdf_derive_from_key(32, subkey id 3, context "chr.auth", data key)`;
+/// the tag is `BLAKE2b-256(key: MAC key, Event.authenticatedBytes(keyID:))`.
+extension Keyring {
+    func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
+        let (id, key) = try activeKey(txn, &head)
+        let tag = GenericHash.hash(event.authenticatedBytes(keyID: id), key: try authenticationKey(id, dataKey: key), length: 32)
+        event.authenticator = Event.Authenticator(keyID: id, tag: tag)
+    }
+
+    /// The authentication subkey of data key `id`, derived once.
+    private func authenticationKey(_ id: KeyID, dataKey: SecureBytes) throws -> SecureBytes {
+        if let key = state.withLock({ $0.authenticationKeys[id] }) { return key }
+        let key = try KeyDerivation.derive(length: 32, id: 3, context: "chr.auth", from: dataKey)
+        state.withLock { $0.authenticationKeys[id] = key }
+        return key
+    }
+}
+
+extension Keyring: EventVerifier {
+    /// `nil` when `event` carries a valid authenticator under a data key this keyring has
+    /// unwrapped, else why not. Uses only keys already unwrapped (see ``prepareImport(_:)``).
+    func verify(_ event: Event) -> String? {
+        guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
+        guard let dataKey = state.withLock({ $0.dataKeys[authenticator.keyID] }),
+            let key = try? authenticationKey(authenticator.keyID, dataKey: dataKey)
+        else {
+            return "authenticated with key \(authenticator.keyID), which this replica's key source does not open"
+        }
+        let expected = GenericHash.hash(event.authenticatedBytes(keyID: authenticator.keyID), key: key, length: 32)
+        guard Sodium.constantTimeEqual(expected, authenticator.tag) else {
+            return "the authenticator does not verify: altered, or made without the group's key"
+        }
+        return nil
+    }
+}
+
+extension Keyring {
+    /// Sorts the wrapped keys of a received range before its import transaction, and unwraps
+    /// every data key its events are authenticated with, so the transaction runs no Argon2id.
+    ///
+    /// - Passphrase-wrapped keys whose cost is outside [travel cost, ``KeyDerivationCost/sensitive``]
+    ///   are rejected unopened: a hostile record cannot make a device run a huge derivation.
+    /// - A member keeps only the keys its key source opens (each (salt, cost) is derived at most once);
+    ///   a store without an explicit key source keeps every key to relay it.
+    func prepareImport(_ range: EventRange) -> KeyScreening {
+        var screening = KeyScreening()
+        let known = (try? eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }) ?? []
+        for record in range.keys {
+            if let problem = Self.boundsProblem(record, minimum: travelLimits) {
+                screening.rejected.append((record, .keyParametersOutOfBounds, problem))
+                continue
+            }
+            if known.contains(record.id) {
+                screening.accepted.append(record)  // stored already; adding it again changes nothing
+                continue
+            }
+            guard isMember else {
+                screening.accepted.append(record)
+                continue
+            }
+            do {
+                let key = try unwrap(record)
+                state.withLock { $0.dataKeys[record.id] = key }
+                screening.accepted.append(record)
+            } catch {
+                screening.rejected.append((record, .unopenableKey, "this store's key source does not open key \(record.id)"))
+            }
+        }
+        if isMember {
+            for id in Set(range.events.compactMap { $0.authenticator?.keyID }) where known.contains(id) {
+                _ = try? dataKey(id)
+            }
+        }
+        return screening
+    }
+
+    /// The screening of a store whose keyring could not open: bounds only, every other key kept to relay.
+    static func screenWithoutKeyring(_ range: EventRange, minimum: PasswordHash.Limits) -> KeyScreening {
+        var screening = KeyScreening()
+        for record in range.keys {
+            if let problem = boundsProblem(record, minimum: minimum) {
+                screening.rejected.append((record, .keyParametersOutOfBounds, problem))
+            } else {
+                screening.accepted.append(record)
+            }
+        }
+        return screening
+    }
+
+    /// Why a received key record's derivation parameters are refused, or `nil`.
+    static func boundsProblem(_ record: WrappedKey, minimum: PasswordHash.Limits) -> String? {
+        guard record.kind == .passphrase else { return nil }
+        let maximum = PasswordHash.Limits.sensitive
+        guard record.limits.opsLimit >= minimum.opsLimit, record.limits.memLimit >= minimum.memLimit else {
+            return "Argon2id cost \(record.limits.opsLimit) passes / \(record.limits.memLimit) bytes is below the travel minimum"
+        }
+        guard record.limits.opsLimit <= maximum.opsLimit, record.limits.memLimit <= maximum.memLimit else {
+            return "Argon2id cost \(record.limits.opsLimit) passes / \(record.limits.memLimit) bytes is above SENSITIVE"
+        }
+        return nil
+    }
+}

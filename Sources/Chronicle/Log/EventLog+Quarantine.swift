@@ -1,0 +1,64 @@
+import ChronicleLMDB
+import ChronicleSodium
+
+/// Wrapped keys received in a range, sorted before the import's write transaction:
+/// those to store, and those to set aside with a reason.
+struct KeyScreening: Sendable {
+    var accepted: [WrappedKey] = []
+    var rejected: [(WrappedKey, QuarantinedItem.Reason, String)] = []
+}
+
+/// The quarantine: items peers sent that failed validation or authentication.
+///
+/// An item's id is the first 8 bytes of BLAKE2b-256(kind ‖ bytes), so the same item
+/// sent again (in every later batch, by a hostile or confused peer) is stored once.
+extension EventLog {
+    func quarantine(
+        _ kind: QuarantinedItem.Kind, _ reason: QuarantinedItem.Reason, detail: String, bytes: [UInt8], source: String, now: UInt64,
+        _ txn: borrowing Transaction
+    ) throws {
+        let id = Array(GenericHash.hash([[kind.rawValue], bytes], length: 32).prefix(8))
+        guard try txn.get(dbs.quarantine, key: id) == nil else { return }
+        let record = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: bytes)
+        try txn.put(dbs.quarantine, key: id, value: record.encoded())
+    }
+
+    /// Every quarantined item, oldest first.
+    func quarantinedItems() throws -> [QuarantinedItem] {
+        try environment.read { txn in
+            var items: [QuarantinedItem] = []
+            try txn.scan(dbs.quarantine) { key, value in
+                guard let id = UInt64(bigEndianBytes: key) else { return true }
+                do {
+                    items.append(try QuarantineRecord(decoding: value).item(id: id))
+                } catch {
+                    throw ChronicleError.corruptMeta(entry: "quarantine \(id)", reason: "\(error)")
+                }
+                return true
+            }
+            return items.sorted { ($0.date, $0.id) < ($1.date, $1.id) }
+        }
+    }
+
+    /// The number of quarantined items.
+    func quarantineCount() throws -> Int {
+        try environment.read { txn in try txn.count(dbs.quarantine) }
+    }
+
+    /// Drops the quarantined items with these ids (all of them for `nil`); returns how many were dropped.
+    func dropQuarantined(_ ids: [UInt64]?) throws -> Int {
+        try environment.write { txn in
+            guard let ids else {
+                let count = try txn.count(dbs.quarantine)
+                try txn.clear(dbs.quarantine)
+                return count
+            }
+            var dropped = 0
+            for id in ids where try txn.get(dbs.quarantine, key: id.bigEndianBytes) != nil {
+                try txn.delete(dbs.quarantine, key: id.bigEndianBytes)
+                dropped += 1
+            }
+            return dropped
+        }
+    }
+}

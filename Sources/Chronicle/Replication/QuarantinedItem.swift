@@ -1,0 +1,68 @@
+public import Foundation
+
+/// Something a peer sent that this replica set aside instead of applying: an event
+/// or a wrapped key that failed authentication or validation.
+///
+/// Quarantined items are never applied to a view and never relayed; they never
+/// block the rest of their batch or a later one. `chronicle quarantine` lists them
+/// (a sealed value is never shown) and drops them.
+public struct QuarantinedItem: Sendable, Equatable, Identifiable {
+    /// Why an item was set aside.
+    public enum Reason: UInt8, Sendable, Equatable, CustomStringConvertible {
+        /// A group member's store received an event without a valid authenticator under a key its key source opens.
+        case unauthenticated = 1
+        /// An event whose identity (origin, counter) this replica holds with other content.
+        case conflictingIdentity = 2
+        /// An event claiming this replica's current writer identity, which it never wrote.
+        case claimsOwnIdentity = 3
+        /// An event whose counter is beyond any real log (see the format document).
+        case absurdCounter = 4
+        /// A wrapped data key this replica's key source cannot open.
+        case unopenableKey = 5
+        /// A wrapped data key whose key-derivation parameters are outside the accepted bounds.
+        case keyParametersOutOfBounds = 6
+        /// An unsealed event for a domain this store seals (secrets, or every value with `encryptDefaults`).
+        case unsealed = 7
+
+        public var description: String {
+            switch self {
+            case .unauthenticated: "not authenticated by a member of this sync group"
+            case .conflictingIdentity: "another event has the same identity"
+            case .claimsOwnIdentity: "claims this replica's own identity"
+            case .absurdCounter: "counter beyond any real log"
+            case .unopenableKey: "a wrapped key this replica's key source cannot open"
+            case .keyParametersOutOfBounds: "key-derivation parameters out of bounds"
+            case .unsealed: "unsealed value for a sealed domain"
+            }
+        }
+    }
+
+    /// What was set aside.
+    public enum Kind: UInt8, Sendable, Equatable {
+        /// An event.
+        case event = 1
+        /// A wrapped data key.
+        case wrappedKey = 2
+    }
+
+    /// The item's id in this store's quarantine.
+    public var id: UInt64
+    /// An event or a wrapped key.
+    public var kind: Kind
+    /// Why it was set aside.
+    public var reason: Reason
+    /// More about the reason (never a value).
+    public var detail: String
+    /// The peer, file or endpoint it came from.
+    public var source: String
+    /// When it arrived.
+    public var date: Date
+    /// For events: the writer and counter it claims, its key name and whether it is sealed.
+    public var origin: ReplicaID?
+    /// The counter it claims (events).
+    public var counter: UInt64?
+    /// The key name (events).
+    public var keyName: String?
+    /// `true` when the event's payload is sealed (its value is never shown).
+    public var isSealed: Bool
+}
