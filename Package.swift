@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleTests",
             dependencies: [
-                "Chronicle", "ChronicleTesting", "ChronicleLMDB", "chronicle", "chronicle-stress",
+                "Chronicle", "ChronicleTesting", "ChronicleLMDB", "ChronicleSodium", "chronicle", "chronicle-stress",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "InMemoryLogging", package: "swift-log"),

@@ -41,6 +41,11 @@ extension Keyring {
     func importWrapped(_ records: [WrappedKey]) throws -> Int {
         let existing = Set(try wrappedKeys().map(\.id))
         let fresh = records.filter { !existing.contains($0.id) }
+        for record in fresh {
+            if let problem = Self.boundsProblem(record, minimum: travelLimits) {
+                throw ChronicleError.malformedInput("wrapped key \(record.id): \(problem)")
+            }
+        }
         let unwrapped = try fresh.map { ($0, try unwrap($0)) }  // all or nothing: .wrongKey before any write
         try eventLog.writeKeyRecords { txn, _ in
             for (record, _) in unwrapped { try eventLog.putWrappedKey(record, txn) }

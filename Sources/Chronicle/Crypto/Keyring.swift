@@ -167,7 +167,13 @@ final class Keyring: EventSealer {
         return key
     }
 
+    /// Unwraps a data key. A passphrase record's Argon2id cost must lie within libsodium's
+    /// minimum and ``KeyDerivationCost/sensitive``, whatever the record says, so no record can
+    /// make this device run a derivation it cannot afford.
     func unwrap(_ record: WrappedKey) throws -> SecureBytes {
+        if record.kind == .passphrase, let problem = Self.boundsProblem(record, minimum: .minimum) {
+            throw ChronicleError.corruptKeyRecord(id: record.id.description, reason: problem)
+        }
         let kek = try kek(for: record)
         do { return try record.unwrap(with: kek) } catch { throw ChronicleError.wrongKey }
     }

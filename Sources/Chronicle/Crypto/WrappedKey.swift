@@ -76,15 +76,6 @@ struct WrappedKey: Sendable, Equatable {
         nonce = try reader.raw(AEAD.nonceBytes)
         sealedKey = try reader.longField(limit: 1024)
         try reader.expectEnd()
-        if kind == .passphrase {
-            let upper = PasswordHash.Limits.sensitive
-            let lower = PasswordHash.Limits.minimum
-            guard limits.opsLimit <= upper.opsLimit, limits.memLimit <= upper.memLimit,
-                limits.opsLimit >= lower.opsLimit, limits.memLimit >= lower.memLimit
-            else {
-                throw DecodeFailure(description: "Argon2id limits \(limits.opsLimit)/\(limits.memLimit) are outside the accepted range")
-            }
-        }
     }
 
     /// Seals `dataKey` under `kek`.
