@@ -122,7 +122,7 @@ public struct ChronicleServer: Sendable {
             let body = try await request.collectBody(upTo: maxBodySize)
             let data = Data(body.readableBytesView)
             do {
-                let receipt = try await offload { try store.importRange(data) }
+                let receipt = try await offload { try store.importRange(data, from: "HTTP push") }
                 return try jsonResponse(receipt)
             } catch let error as ChronicleError {
                 if case .malformedInput = error {
