@@ -168,4 +168,33 @@ struct ToolTests {
             }
         }
     }
+
+    @Test func quarantineIsListedCountedAndDropped() async throws {
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory async throws in
+            try store.set("kept", for: SecretKey<String?>("tool.secret", sync: .manual))
+            var range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
+            range.events[0].origin = ReplicaID.random()
+            range.events[0].op = .remove
+            range.keys = []  // travel-wrapped at the tests' cost, which the tool (at MODERATE) would refuse too
+            let file = directory.deletingLastPathComponent().appendingPathComponent("forged-\(UUID().uuidString).range")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(range.encoded()).write(to: file)
+            let environment = ["CHRONICLE_PASSPHRASE": "pw"]
+            let imported = try await runChronicle(["import", "--store", directory.path, file.path], environment: environment)
+            #expect(imported.status == 0 && imported.stdout.contains("quarantined 1"), "\(imported.stdout)\(imported.stderr)")
+            let listed = try await runChronicle(["quarantine", "--store", directory.path, "--json"], environment: environment)
+            let line = try #require(listed.stdout.split(separator: "\n").first)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["reason"] as? String == "not authenticated by a member of this sync group")
+            #expect(object["key"] as? String == "tool.secret" && object["sealed"] as? Bool == true)
+            #expect((object["source"] as? String)?.hasPrefix("file ") == true)
+            #expect(!listed.stdout.contains("kept"))
+            let stats = try await runChronicle(["stats", "--store", directory.path], environment: environment)
+            #expect(stats.stdout.contains("quarantined") && stats.stdout.contains(" 1"))
+            let dropped = try await runChronicle(["quarantine", "--store", directory.path, "--drop-all"], environment: environment)
+            #expect(dropped.stdout.contains("dropped 1"))
+            #expect(try store.quarantinedItems().isEmpty)
+            #expect(try store.value(for: SecretKey<String?>("tool.secret", sync: .manual)) == "kept")
+        }
+    }
 }

@@ -14,7 +14,7 @@ struct ChronicleCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Demo.self, Log.self, Replay.self, Get.self, SetValue.self, Remove.self, KeysCommand.self, Verify.self,
-            Export.self, Import.self, Serve.self, Sync.self, Compact.self, Stats.self,
+            Export.self, Import.self, Serve.self, Sync.self, Compact.self, Stats.self, Quarantine.self,
         ]
     )
 }

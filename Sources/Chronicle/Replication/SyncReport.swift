@@ -30,4 +30,9 @@ public struct SyncReport: Sendable, Equatable {
     public var duplicates: Int { peers.reduce(0) { $0 + $1.pulled.duplicates } }
     /// Received events held back by the clock-drift guard.
     public var deferred: Int { peers.reduce(0) { $0 + $1.pulled.deferred } }
+    /// Received events and keys this replica set aside (see ``Store/quarantinedItems()``).
+    public var quarantined: Int { peers.reduce(0) { $0 + $1.pulled.quarantined } }
+    /// Pushed events and keys the peers set aside: they do not take this replica's changes
+    /// (a different key source, or an older event of the same identity).
+    public var refusedByPeers: Int { peers.reduce(0) { $0 + $1.pushed.quarantined } }
 }

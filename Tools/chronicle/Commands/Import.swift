@@ -18,9 +18,11 @@ extension ChronicleCommand {
             guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
             let progress = ProgressLine(label: "import")
             progress.update(0, of: 1)
-            let receipt = try options.open().importRange(data)
+            let receipt = try options.open().importRange(data, from: "file \(file)")
             progress.finish()
-            print("received \(receipt.received), applied \(receipt.applied), duplicates \(receipt.duplicates), deferred \(receipt.deferred)")
+            print(
+                "received \(receipt.received), applied \(receipt.applied), duplicates \(receipt.duplicates), deferred \(receipt.deferred), "
+                    + "quarantined \(receipt.quarantined), newer format (kept, not applied) \(receipt.opaque)")
         }
     }
 }

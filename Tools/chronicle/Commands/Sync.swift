@@ -37,7 +37,9 @@ extension ChronicleCommand {
                 store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) })], configuration: configuration)
             let report = try await replicator.sync()
             progress.finish()
-            print("sent \(report.sent), received \(report.received), applied \(report.applied), duplicates \(report.duplicates), deferred \(report.deferred)")
+            print(
+                "sent \(report.sent), received \(report.received), applied \(report.applied), duplicates \(report.duplicates), "
+                    + "deferred \(report.deferred), quarantined \(report.quarantined), refused by the peer \(report.refusedByPeers)")
         }
     }
 }
