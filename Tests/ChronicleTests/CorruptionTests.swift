@@ -64,7 +64,7 @@ struct CorruptionTests {
                 let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: .event, body: body, key: nil)
                 try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
                 head.chain = hash
-                try head.write(txn, eventLog.dbs)
+                try head.write(txn, eventLog.dbs, chainKey: nil)
             }
             let report = try store.verify()
             #expect(report.firstBadSequence == 2)

@@ -130,18 +130,20 @@ struct SecretTests {
             try store.set(.dark, for: .theme)
             let eventLog = try store.eventLog
             #expect(try eventLog.head().chainKeyID != nil)  // created with a key source: the chain is keyed
-            // Re-date the event and recompute an unkeyed chain hash: verify must still fail.
+            // Record 1 keys the chain; re-date the first event and recompute an unkeyed chain hash: verify must still fail.
             try eventLog.environment.write { txn in
-                let bytes = try #require(try txn.get(eventLog.dbs.events, key: UInt64(1).bigEndianBytes))
-                let record = try LogRecord(decoding: bytes, sequence: 1)
-                var event = try record.event(sequence: 1)
+                let first = try #require(try txn.get(eventLog.dbs.events, key: UInt64(1).bigEndianBytes))
+                #expect(try LogRecord(decoding: first, sequence: 1).kind == .chainKey)
+                let bytes = try #require(try txn.get(eventLog.dbs.events, key: UInt64(2).bigEndianBytes))
+                let record = try LogRecord(decoding: bytes, sequence: 2)
+                var event = try record.event(sequence: 2)
                 event.hlc = HLC(rawValue: event.hlc.rawValue + (1 << 30))
                 let body = event.encoded()
-                let hash = LogRecord.chainHash(previous: LogHead.empty.chain, sequence: 1, kind: .event, body: body, key: nil)
-                try txn.put(eventLog.dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
+                let hash = LogRecord.chainHash(previous: Array(first.suffix(LogRecord.hashLength)), sequence: 2, kind: .event, body: body, key: nil)
+                try txn.put(eventLog.dbs.events, key: UInt64(2).bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
             }
             let report = try store.verify()
-            #expect(report.firstBadSequence == 1)
+            #expect(report.firstBadSequence == 2)
         }
     }
 

@@ -108,7 +108,7 @@ final class Keyring: EventSealer {
         }
         let (id, key) = try createKey(txn)
         try eventLog.setActiveKeyID(id, txn)
-        _ = try eventLog.keyChainIfEmpty(with: id, dataKey: key, txn, &head)
+        try eventLog.keyChain(with: id, dataKey: key, txn, &head)
         return (id, key)
     }
 

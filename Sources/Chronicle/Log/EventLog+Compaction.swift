@@ -41,7 +41,8 @@ extension EventLog {
             var kept: [Event] = []
             var droppedDots: [[UInt8]] = []
             var records = 0
-            _ = try replayLog(txn) { sequence, event in
+            var opaque: [OpaqueEvent] = []
+            try replayLog(txn, opaque: { _, item in opaque.append(item) }) { sequence, event in
                 records += 1
                 let unacknowledged = event.policy != .never && sequence > (acknowledged ?? .max)
                 let young = event.hlc.milliseconds >= cutoffMilliseconds
@@ -59,15 +60,21 @@ extension EventLog {
             // Rewrite: anchor, then the kept events in their order, re-chained.
             for database in [dbs.events, dbs.history, dbs.deferred, dbs.defaults, dbs.secrets] { try txn.clear(database) }
             let anchor = Anchor(previousEpoch: oldEpoch, previousHead: head.sequence, previousChain: head.chain, dropped: UInt64(droppedDots.count), time: now)
-            let chainKey = try chainKeys.key(head.chainKeyID)
-            var chain = LogHead.empty.chain
-            let anchorHash = LogRecord.chainHash(previous: chain, sequence: 1, kind: .anchor, body: anchor.encoded(), key: chainKey)
+            // The anchor starts a new, unkeyed chain; a keyed log keys it again right after.
+            let anchorHash = LogRecord.chainHash(previous: LogHead.empty.chain, sequence: 1, kind: .anchor, body: anchor.encoded(), key: nil)
             try txn.put(dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .anchor, body: anchor.encoded(), hash: anchorHash).encoded(), flags: .append)
-            chain = anchorHash
             head.sequence = 1
-            head.chain = chain
+            head.chain = anchorHash
+            if let id = head.chainKeyID {
+                try appendChainKeyRecord(id, txn, &head)
+                try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
+            }
             for dot in droppedDots { try txn.put(dbs.dots, key: dot, value: UInt64(0).bigEndianBytes) }  // 0: compacted away
             let limit = now + driftMilliseconds
+            for item in opaque {  // events of newer formats: never judged, always kept
+                try txn.delete(dbs.dots, key: item.dot)
+                try appendOpaque(item, txn, &head)
+            }
             for event in kept {
                 try txn.delete(dbs.dots, key: event.dot)
                 let (sequence, _) = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
@@ -75,8 +82,8 @@ extension EventLog {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                 }
             }
-            try head.write(txn, dbs)
-            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)
+            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)  // before the head, whose MAC covers it
+            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             return CompactionReport(recordsBefore: records, dropped: droppedDots.count, kept: kept.count, acknowledgedThrough: acknowledged)
         }
         if report.dropped > 0 { observers.publishReset() }

@@ -39,7 +39,7 @@ extension EventLog {
         try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             let result = try body(txn, &head)
-            try head.write(txn, dbs)
+            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             return result
         }
     }
@@ -58,13 +58,26 @@ extension EventLog {
         try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
     }
 
-    /// Keys the hash chain with data key `id` when the log is still empty; returns whether it did.
-    func keyChainIfEmpty(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
-        guard head.sequence == 0 && head.chainKeyID == nil else { return false }
-        try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
-        head.chainKeyID = id
+    /// Keys the hash chain with data key `id` from now on, when it is not keyed yet: appends a
+    /// chain-key record (hashed with the new key) naming the key, so the log itself says where
+    /// its chain became keyed and no edit of `meta` can turn it back. Returns whether it did.
+    @discardableResult
+    func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
+        guard head.chainKeyID == nil else { return false }
         chainKeys.install(id: id, from: dataKey)
+        try appendChainKeyRecord(id, txn, &head)
+        try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
+        try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
+        head.chainKeyID = id
         return true
+    }
+
+    /// Appends the record that keys the chain from itself on with data key `id`'s chain subkey.
+    func appendChainKeyRecord(_ id: KeyID, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
+        head.sequence += 1
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: .chainKey, body: id.bytes, key: try chainKeys.key(id))
+        try txn.put(dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .chainKey, body: id.bytes, hash: hash).encoded(), flags: .append)
+        head.chain = hash
     }
 
     /// The wrapped data key `id`, or `nil` when this replica does not hold it.

@@ -52,8 +52,8 @@ extension EventLog {
                 guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
                 let record = try LogRecord(decoding: value, sequence: sequence)
                 switch record.kind {
-                case .anchor:
-                    break
+                case .anchor, .chainKey:
+                    break  // records of this log's own chain: nothing to send
                 case .opaque:
                     // Newer formats relay with every manual sync, never with automatic pushes.
                     if filter == nil || filter == .syncable {
@@ -158,7 +158,7 @@ extension EventLog {
                 try appendOpaque(item, txn, &head)
                 receipt.opaque += 1
             }
-            try head.write(txn, dbs)
+            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             if let checkpoint {
                 try txn.put(dbs.peers, key: checkpoint.key.bytes, value: CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded())
             }
@@ -208,7 +208,7 @@ extension EventLog {
     }
 
     /// Appends an event this build cannot read as an opaque record: identity known, never applied.
-    private func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+    func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
         head.sequence += 1
         let sequence = head.sequence
         let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID))

@@ -2,11 +2,28 @@ import ChronicleLMDB
 import ChronicleSodium
 
 extension EventLog {
+    /// What a replay found besides the events it visited.
+    struct Replay {
+        /// Records read.
+        var records = 0
+        /// Whether the chain was keyed at the end of the log.
+        var keyed = false
+    }
+
     /// Visits every log record in order, checking the hash chain and decoding
     /// each event. Throws at the first bad record, naming its sequence.
-    func replayLog(_ txn: borrowing Transaction, upTo limit: UInt64 = .max, _ visit: (UInt64, Event) throws -> Void) throws -> Int {
+    ///
+    /// The chain is unkeyed until a chain-key record, and keyed (with that record's key) from
+    /// it on; a store keyed by format 1 (`chain.key` in `meta`, no `chain.inlog`) is keyed from
+    /// its first record.
+    @discardableResult
+    func replayLog(
+        _ txn: borrowing Transaction, upTo limit: UInt64 = .max, opaque visitOpaque: ((UInt64, OpaqueEvent) throws -> Void)? = nil,
+        _ visit: (UInt64, Event) throws -> Void
+    ) throws -> Replay {
         var previous = LogHead.empty.chain
-        let hashKey = try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID)
+        let legacy = try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil
+        var hashKey = legacy ? try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID) : nil
         var expected: UInt64 = 1
         var count = 0
         try txn.scanInPlace(dbs.events) { key, value in
@@ -23,6 +40,13 @@ extension EventLog {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
             }
             let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
+            if kind == .chainKey {
+                // From this record on the chain is keyed (the record itself included).
+                guard body.count == KeyID.length else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "a chain-key record of \(body.count) bytes")
+                }
+                hashKey = try chainKeys.key(KeyID(bytes: Array(body)))
+            }
             let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
             // Integrity of local data, not a secret: a plain comparison is enough.
             guard hash.elementsEqual(value[(value.count - LogRecord.hashLength)...]) else {
@@ -42,15 +66,16 @@ extension EventLog {
                 }
             } else if kind == .opaque {
                 // Kept as received, never applied; it must still carry an identity.
-                guard case .success(.opaque) = Event.parse(body) else {
+                guard case let .success(.opaque(item)) = Event.parse(body) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
                 }
+                try visitOpaque?(sequence, item)
             }
             expected += 1
             count += 1
             return true
         }
-        return count
+        return Replay(records: count, keyed: hashKey != nil)
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
@@ -95,6 +120,28 @@ extension EventLog {
         observers.publishReset()
     }
 
+    /// Checks what `meta` says of the log against the log itself: a store with a data key of
+    /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
+    private func verifyHead(_ txn: borrowing Transaction, keyed: Bool, records: Int) throws {
+        let head = try LogHead.read(txn, dbs)
+        guard UInt64(records) == head.sequence else {
+            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(records)")
+        }
+        if try txn.get(dbs.meta, key: MetaKey.activeKey) != nil, !keyed {
+            throw ChronicleError.corruptMeta(
+                entry: "chain.key", reason: "this store has a data key but its hash chain is not keyed: the chain was downgraded or rewritten")
+        }
+        guard keyed, let key = try chainKeys.key(head.chainKeyID) else { return }
+        guard let stored = try txn.get(dbs.meta, key: MetaKey.headMAC) else {
+            // Stores keyed by format 1 get their head MAC with their next write.
+            if try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil { return }
+            throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head of a keyed log has no MAC")
+        }
+        guard Sodium.constantTimeEqual(stored, try head.mac(txn, dbs, key: key)) else {
+            throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head's MAC does not verify: meta was edited")
+        }
+    }
+
     /// Checks the log and the views without changing anything.
     func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> VerificationReport {
         try environment.read { txn in
@@ -107,13 +154,15 @@ extension EventLog {
                 return true
             }
             do {
-                report.records = try replayLog(txn) { sequence, event in
+                let replay = try replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if waiting.contains(sequence) { return }  // held back by the drift guard
                     let entry = ViewEntry(event: event, sequence: sequence)
                     if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
                     winners[event.domain, default: [:]][event.key] = entry
                 }
+                report.records = replay.records
+                try verifyHead(txn, keyed: replay.keyed, records: replay.records)
             } catch let error as ChronicleError {
                 report.firstProblem = error
                 if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }

@@ -150,7 +150,7 @@ final class EventLog: Sendable {
                 try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
-                try head.write(txn, dbs)
+                try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
                 return (out, counter)
             }
             writerCounter.withLock { $0 = counter }
@@ -163,7 +163,7 @@ final class EventLog: Sendable {
                         var head = try LogHead.read(txn, dbs)
                         var counter = writerCounter.withLock { $0 }
                         let out = try applyLocal(changes, txn, &head, &counter)
-                        try head.write(txn, dbs)
+                        try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
                         return (out, counter)
                     }
                     writerCounter.withLock { $0 = counter }

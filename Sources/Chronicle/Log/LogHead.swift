@@ -1,4 +1,5 @@
 import ChronicleLMDB
+import ChronicleSodium
 
 /// The tip of the local log, read from `meta` inside every write transaction
 /// (two processes may share the store, so it is never cached across transactions).
@@ -31,10 +32,22 @@ struct LogHead: Sendable, Equatable {
             chain: chain, chainKeyID: chainKeyID)
     }
 
-    func write(_ txn: borrowing Transaction, _ dbs: Databases) throws {
+    /// Writes the head; with the chain key, also its MAC (so `meta` cannot be edited to cut
+    /// the log's tail or swap its head without the key).
+    func write(_ txn: borrowing Transaction, _ dbs: Databases, chainKey: SecureBytes?) throws {
         try txn.put(dbs.meta, key: MetaKey.sequence, value: sequence.bigEndianBytes)
         try txn.put(dbs.meta, key: MetaKey.counter, value: counter.bigEndianBytes)
         try txn.put(dbs.meta, key: MetaKey.hlc, value: hlc.rawValue.bigEndianBytes)
         try txn.put(dbs.meta, key: MetaKey.chain, value: chain)
+        if let chainKey {
+            try txn.put(dbs.meta, key: MetaKey.headMAC, value: try mac(txn, dbs, key: chainKey))
+        }
+    }
+
+    /// BLAKE2b-256(key: chain key, "chronicle.head.v1" ‖ sequence ‖ chain hash ‖ epoch ‖ chain key id).
+    func mac(_ txn: borrowing Transaction, _ dbs: Databases, key: SecureBytes) throws -> [UInt8] {
+        let epoch = try txn.get(dbs.meta, key: MetaKey.epoch) ?? LogEpoch.zero.bytes
+        return GenericHash.hash(
+            [Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []], key: key, length: 32)
     }
 }

@@ -9,6 +9,9 @@ enum RecordKind: UInt8, Sendable {
     /// An event this build cannot read (a newer format, or unknown fields), kept as received:
     /// its identity is known and it relays, but it is never applied (see ``OpaqueEvent``).
     case opaque = 4
+    /// From this record on, the chain is keyed with the chain subkey of the data key whose
+    /// 16-byte id is the body; the record itself is hashed with that key.
+    case chainKey = 5
 }
 
 /// A record of the local log as stored in the `events` database:

@@ -12,6 +12,11 @@ enum MetaKey {
     static let chain = Array("chain".utf8)
     /// The id of the data key whose chain subkey keys the hash chain (absent: unkeyed chain).
     static let chainKey = Array("chain.key".utf8)
+    /// Present (1) when the log itself holds the record that keys its chain (format 2); absent in
+    /// a store keyed by format 1, whose chain is keyed from its first record.
+    static let chainInLog = Array("chain.inlog".utf8)
+    /// BLAKE2b-256, keyed with the chain key, of the head: sequence, chain hash, epoch, chain key id.
+    static let headMAC = Array("head.mac".utf8)
     /// The id of the data key that seals new events.
     static let activeKey = Array("dk.active".utf8)
     /// Wrapped data keys: `dk/` ‖ key id.
