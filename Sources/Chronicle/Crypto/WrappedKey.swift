@@ -18,8 +18,9 @@ enum KeyEncryptionKind: UInt8, Sendable {
 /// u64   Argon2id opslimit, u64 memlimit (0 unless passphrase)
 /// u64   creation time, Unix ms
 /// [24]  nonce
-/// u32+n sealed data key (AEAD, associated data = every field above)
+/// u32+n sealed data key (AEAD, associated data = "chronicle.datakey.v1" ‖ every field above the nonce)
 /// ```
+/// docs/FORMAT.md, section 6.2, is the reference.
 struct WrappedKey: Sendable, Equatable {
     static let version: UInt8 = 1
 

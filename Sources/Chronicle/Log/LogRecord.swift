@@ -14,16 +14,17 @@ enum RecordKind: UInt8, Sendable {
     case chainKey = 5
 }
 
-/// A record of the local log as stored in the `events` database:
+/// A record of the local log as stored in the `events` database (docs/FORMAT.md, section 4):
 ///
 /// ```
-/// u8    record kind
-/// n     body (an encoded Event for kind 1)
-/// [32]  chain hash = BLAKE2b(previous chain hash ‖ sequence (u64 BE) ‖ kind ‖ body)
+/// u8    record kind (1 event, 3 anchor, 4 opaque, 5 chain key)
+/// n     body
+/// [32]  chain hash = BLAKE2b-256(key: chain subkey once keyed, previous chain hash ‖ sequence (u64 BE) ‖ kind ‖ body)
 /// ```
 ///
 /// The chain hash links every record to all records before it, so an altered,
-/// removed or reordered record breaks the chain at its own sequence.
+/// removed or reordered record breaks the chain at its own sequence. The chain is
+/// keyed from the first chain-key record on (that record included).
 struct LogRecord: Sendable {
     static let hashLength = 32
 
