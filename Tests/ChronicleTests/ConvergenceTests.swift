@@ -79,4 +79,85 @@ struct ConvergenceTests {
             }
         }
     }
+
+    static let secret = SecretKey<Int?>("c.secret", sync: .manual)
+
+    /// A sync group of honest members, a Byzantine carrier that forges, re-dates, squats and
+    /// garbles what it carries, and one member rolled back to an earlier copy of its files
+    /// mid-run. Honest members never crash or stall, and end with identical views.
+    @Test(arguments: 0..<8)
+    func honestMembersConvergeDespiteAByzantinePeerAndARollback(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: 1_000 + seed)
+        let count = 3
+        let directories = (0..<count).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        let configuration = passphraseConfiguration("the group")
+        var stores = try directories.map { try Store(directory: $0, configuration: configuration) }
+        var snapshot: (index: Int, bytes: Data)?
+        for step in 0..<60 {
+            let index = Int.random(in: 0..<count, using: &random)
+            let store = stores[index]
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                store[Self.keys.randomElement(using: &random)!] = Int.random(in: 0..<1000, using: &random)
+            case 4:
+                try store.set(Int.random(in: 0..<1000, using: &random), for: Self.secret)
+            case 5:
+                try store.remove(Self.keys.randomElement(using: &random)!)
+            case 6, 7:
+                // The Byzantine carrier: takes what some member exports and forges it for another.
+                let target = stores[Int.random(in: 0..<count, using: &random)]
+                var range = try EventRange(decoding: Array(try store.exportRange(after: 0, maxEvents: 8)))
+                for event in range.events.indices {
+                    switch Int.random(in: 0..<5, using: &random) {
+                    case 0: range.events[event].payload = Int64.random(in: 0..<1000, using: &random).bigEndianBytes
+                    case 1: range.events[event].hlc = HLC(rawValue: range.events[event].hlc.rawValue + (5_000 << 16))
+                    case 2: range.events[event].counter = .max
+                    case 3: range.events[event].origin = ReplicaID.random()
+                    default: range.events[event].op = .remove
+                    }
+                }
+                if Bool.random(using: &random) {
+                    var bytes = range.encoded()
+                    bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= 0x5A
+                    _ = try? target.importRange(Data(bytes))  // garbage: refused whole, or harmless
+                } else {
+                    // Every event was altered: a member applies none of them, and refuses nothing else.
+                    let receipt = try target.importRange(Data(range.encoded()), from: "a Byzantine peer")
+                    #expect(receipt.applied == 0, "seed \(seed): a forged event was applied")
+                }
+            default:
+                let other = Int.random(in: 0..<count, using: &random)
+                _ = try? await Replicator(store: store, peers: [.store(stores[other])]).sync()
+            }
+            if step == 20 {
+                snapshot = (index, try Data(contentsOf: directories[index].appendingPathComponent("data.mdb")))
+            }
+            if step == 40, let (rolled, bytes) = snapshot {
+                // Roll the member back to its earlier copy, in place (same inode).
+                stores[rolled] = try Store(directory: directories[(rolled + 1) % count], configuration: configuration)
+                let handle = try FileHandle(forWritingTo: directories[rolled].appendingPathComponent("data.mdb"))
+                try handle.truncate(atOffset: 0)
+                try handle.write(contentsOf: bytes)
+                try handle.close()
+                stores[rolled] = try Store(directory: directories[rolled], configuration: configuration)
+            }
+        }
+        for _ in 0..<2 {
+            for (index, store) in stores.enumerated() {
+                let peers = stores.enumerated().filter { $0.offset != index }.map { Peer.store($0.element) }
+                try await Replicator(store: store, peers: peers).sync()
+            }
+        }
+        for key in Self.keys {
+            let values = stores.map { $0[key] }
+            #expect(Set(values).count == 1, "seed \(seed): values of \(key.name) differ: \(values)")
+        }
+        let secrets = try stores.map { try $0.value(for: Self.secret) }
+        #expect(Set(secrets).count == 1, "seed \(seed): secrets differ: \(secrets)")
+        for store in stores {
+            #expect(try store.verify().isSound, "seed \(seed)")
+            #expect(try store.logEntries().allSatisfy { $0.counter <= Event.maxCounter })
+        }
+    }
 }
