@@ -114,7 +114,7 @@ struct ConvergenceTests {
                     case 1: range.events[event].hlc = HLC(rawValue: range.events[event].hlc.rawValue + (5_000 << 16))
                     case 2: range.events[event].counter = .max
                     case 3: range.events[event].origin = ReplicaID.random()
-                    default: range.events[event].op = .remove
+                    default: range.events[event].op = range.events[event].op == .remove ? .set : .remove
                     }
                 }
                 if Bool.random(using: &random) {
