@@ -27,7 +27,7 @@ func measure(_ name: String, count: Int, warmup: Int = 0, _ body: (Int) throws -
     return Measurement(name: name, operations: count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
 
-func measureAsync(_ name: String, operations: Int, _ body: () async throws -> Void) async rethrows -> Measurement {
+@MainActor func measureAsync(_ name: String, operations: Int, _ body: () async throws -> Void) async rethrows -> Measurement {
     let clock = ContinuousClock()
     let start = clock.now
     try await body()

@@ -285,38 +285,64 @@ do {
     print("million failed: \(error)")
 }
 
-// MARK: - Replication throughput
+// MARK: - Replication throughput, plain and authenticated
 
-do {
-    let count = smoke ? 2_000 : 100_000
-    let source = try Store(directory: scratch.directory("repl-source"))
+/// A key file for the stores of a sync group (no Argon2id in the way of the measurement).
+@MainActor func groupKeyFile() throws -> URL {
+    let url = scratch.directory("group").appendingPathComponent("group.key")
+    if !FileManager.default.fileExists(atPath: url.path) {
+        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: url)
+    }
+    return url
+}
+
+/// Store → store and loopback-HTTP pulls of `count` small events; members authenticate and verify each one.
+@MainActor func replicationRun(members: Bool, count: Int) async throws -> (local: Measurement, http: Measurement) {
+    let configuration = members ? Store.Configuration(keySource: .keyFile(try groupKeyFile())) : Store.Configuration()
+    let label = members ? "member" : "plain"
+    let source = try Store(directory: scratch.directory("repl-source-\(label)"), configuration: configuration)
     var written = 0
     while written < count {
         let batch = min(10_000, count - written)
         try source.write { b in for i in 0..<batch { b[Key<Int>("bench.sync\(written + i)", default: 0)] = i } }
         written += batch
     }
-    let target = try Store(directory: scratch.directory("repl-target"))
     var batches = Replicator.Configuration()
     batches.batchEvents = 4096
+    let target = try Store(directory: scratch.directory("repl-target-\(label)"), configuration: configuration)
     let local = try await measureAsync("store", operations: count) {
         _ = try await Replicator(store: target, peers: [.store(source)], configuration: batches).sync()
     }
-    report.single("replication store → store", rate(local.operationsPerSecond), "\(count) small events, 4,096-event durable batches")
-
-    let httpTarget = try Store(directory: scratch.directory("repl-http"))
+    let httpTarget = try Store(directory: scratch.directory("repl-http-\(label)"), configuration: configuration)
     let server = ChronicleServer(store: source, token: "bench")
     let port = PortBox()
     let serverTask = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in await port.set(bound) } }
+    defer { serverTask.cancel() }
     while await port.value == nil { try await Task.sleep(for: .milliseconds(20)) }
     let url = URL(string: "http://127.0.0.1:\(await port.value ?? 0)")!
-    var configuration = Replicator.Configuration()
-    configuration.batchEvents = 4096
     let http = try await measureAsync("http", operations: count) {
-        _ = try await Replicator(store: httpTarget, peers: [.http(url, token: "bench")], configuration: configuration).sync()
+        _ = try await Replicator(store: httpTarget, peers: [.http(url, token: "bench")], configuration: batches).sync()
     }
-    serverTask.cancel()
-    report.single("replication over loopback HTTP", rate(http.operationsPerSecond), "\(count) small events, 4,096-event batches (target ≥ 100 K/s)")
+    return (local, http)
+}
+
+do {
+    let count = smoke ? 2_000 : 100_000
+    let plain = try await replicationRun(members: false, count: count)
+    let members = try await replicationRun(members: true, count: count)
+    report.single("replication store → store", rate(plain.local.operationsPerSecond), "\(count) small events, 4,096-event durable batches")
+    report.single("replication over loopback HTTP", rate(plain.http.operationsPerSecond), "\(count) small events, 4,096-event batches (target ≥ 100 K/s)")
+    report.compare("member import store → store (authenticated)", members.local, plain.local, peerName: "plain stores", target: "≤ 1.10×")
+    report.compare("member import over HTTP (authenticated)", members.http, plain.http, peerName: "plain stores", target: "≤ 1.10×")
+
+    // A durable set that authenticates its event, against the same set unauthenticated.
+    let plainStore = try Store(directory: scratch.directory("auth-plain"))
+    let memberStore = try Store(directory: scratch.directory("auth-member"), configuration: .init(keySource: .keyFile(try groupKeyFile())))
+    let key = Key<Int>("bench.auth", default: 0)
+    let sets = n(600)
+    let unauthenticated = try measure("plain set", count: sets, warmup: 5) { i in try plainStore.set(i, for: key) }
+    let authenticated = try measure("member set", count: sets, warmup: 5) { i in try memberStore.set(i, for: key) }
+    report.compare("durable set by a member (authenticated)", authenticated, unauthenticated, peerName: "plain store", target: "≤ 1.05×")
 } catch {
     print("replication failed: \(error)")
 }
