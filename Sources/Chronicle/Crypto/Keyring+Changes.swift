@@ -7,10 +7,20 @@ extension Keyring {
 
     /// Re-wraps every data key under a new key source; the data keys (and so every sealed event) stay.
     func changeSource(to newSource: Source) throws {
-        try eventLog.writeKeyRecords { txn, _ in
-            let keys = try eventLog.wrappedKeys(txn).map { ($0, try unwrap($0)) }
+        // Every Argon2id run (unwrapping with the old source, one fresh salt for the new) happens
+        // before the write transaction.
+        let records = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        var unwrapped: [KeyID: SecureBytes] = [:]
+        for record in records { unwrapped[record.id] = try unwrap(record) }
+        let wrapping = try wrappingKey(for: newSource, reusing: nil)
+        _ = try eventLog.writeKeyRecords { txn, _ in
             let now = UnixMilliseconds.now()
-            let wrapping = try wrappingKey(for: newSource, reusing: nil)  // one fresh salt, one Argon2id run
+            let keys = try eventLog.wrappedKeys(txn).map { record in
+                guard let key = unwrapped[record.id] ?? state.withLock({ $0.dataKeys[record.id] }) else {
+                    throw ChronicleError.storeUnavailable(reason: "a data key arrived during the change of key source; change it again")
+                }
+                return (record, key)
+            }
             for (record, key) in keys {
                 let wrapped = try WrappedKey.wrap(
                     key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)

@@ -46,6 +46,9 @@ final class Keyring: EventSealer {
         var authenticationKeys: [KeyID: SecureBytes] = [:]
         /// The salt of this keyring's travel wraps (one per keyring, so one Argon2id run).
         var travelSalt: [UInt8]?
+        /// The salt the first data key of a passphrase store is wrapped under, its KEK derived
+        /// before the write transaction that creates the key.
+        var firstKeySalt: [UInt8]?
     }
 
     let state: Mutex<State>
@@ -92,6 +95,12 @@ final class Keyring: EventSealer {
         if let active {
             _ = try dataKey(active)
         } else if create {
+            if case let .passphrase(passphrase, limits) = sourceValue {
+                // Argon2id runs here, never inside the write transaction that creates the key.
+                let salt = Sodium.randomBytes(PasswordHash.saltBytes)
+                _ = try passphraseKEK(passphrase, salt: salt, limits: limits)
+                state.withLock { $0.firstKeySalt = salt }
+            }
             try eventLog.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
         }
         if let chainKeyID, let key = try? dataKey(chainKeyID) {
@@ -126,6 +135,8 @@ final class Keyring: EventSealer {
         var reuse: (salt: [UInt8], limits: PasswordHash.Limits)?
         if let active = try eventLog.activeKeyID(txn), let record = try? eventLog.wrappedKey(active, txn), record.kind == .passphrase {
             reuse = (record.salt, record.limits)
+        } else if case let .passphrase(_, limits) = sourceValue, let salt = state.withLock({ $0.firstKeySalt }) {
+            reuse = (salt, limits)  // derived in `prepare`, outside the transaction
         }
         let wrapping = try wrappingKey(for: sourceValue, reusing: reuse)
         return try WrappedKey.wrap(

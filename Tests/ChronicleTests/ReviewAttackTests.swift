@@ -1,0 +1,231 @@
+@testable import Chronicle
+import ChronicleLMDB
+import ChronicleSodium
+import ChronicleTesting
+import Foundation
+import Testing
+
+/// Security review: concrete attacks by a carrier (no group key), a crash, or a restore in place.
+/// Every test states the property the trust model (DESIGN.md §8–9) promises; a failing test is a finding.
+struct ReviewAttackTests {
+    // MARK: - Helpers
+
+    /// Two members of one passphrase group; the victim wrote "dark" and the honest member pulled it.
+    /// The honest member has written nothing yet, so its next events are counters 1, 2, 3…
+    func withGroup(_ body: (_ victim: Store, _ honest: Store, _ spare: URL) async throws -> Void) async throws {
+        let directories = (0..<3).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        let victim = try Store(directory: directories[0], configuration: passphraseConfiguration("the group"))
+        let honest = try Store(directory: directories[1], configuration: passphraseConfiguration("the group"))
+        try victim.set("dark", for: .groupTheme)
+        try await Replicator(store: honest, peers: [.store(victim)]).sync()
+        #expect(honest[.groupTheme] == "dark")
+        try await body(victim, honest, directories[2])
+    }
+
+    /// An event of "format 3": just a well-formed identity prefix and one byte. No key needed.
+    func opaqueSquat(origin: ReplicaID, counter: UInt64) -> OpaqueEvent {
+        let bytes = [UInt8(3)] + origin.bytes + counter.bigEndianBytes + [0xAA]
+        return OpaqueEvent(origin: origin, counter: counter, bytes: bytes, reason: "")
+    }
+
+    func rangeFile(events: [Event] = [], opaque: [OpaqueEvent] = [], keys: [WrappedKey] = []) -> Data {
+        Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: opaque).encoded())
+    }
+
+    // MARK: - 1. Identity squatting with an opaque ("newer format") event
+
+    /// A carrier learns a member's current writer (any range it carries shows it) and sends its next
+    /// identities as events "of a newer format". They are stored unauthenticated, so the member's
+    /// real events with those identities are quarantined as conflicting, everywhere the squat got first.
+    @Test func anOpaqueSquatDoesNotSuppressAMembersLaterWrites() async throws {
+        try await withGroup { victim, honest, _ in
+            let writer = try #require(try honest.replicaInfo().writer)
+            let receipt = try victim.importRange(rangeFile(opaque: [opaqueSquat(origin: writer, counter: 3)]), from: "a file")
+            #expect(receipt.opaque == 1)  // stored: no authentication is asked of an opaque event
+            for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
+            try await Replicator(store: victim, peers: [.store(honest)]).sync()
+            #expect(victim[.groupTheme] == "three", "the member's own third write was suppressed by a carrier")
+            #expect(try victim.quarantinedItems().filter { $0.reason == .conflictingIdentity }.isEmpty)
+        }
+    }
+
+    /// The same through a keyless relay (a `chronicle serve` store opened without the group's key, as the
+    /// design allows): a relay accepts any well-formed event, so even a plain forged event squats an
+    /// identity there, and the relay then quarantines the member's real event and relays the forgery.
+    @Test func aSquatAtAKeylessRelayDoesNotCutAMemberOff() async throws {
+        try await withGroup { victim, honest, relayDirectory in
+            let relay = try Store(directory: relayDirectory)  // no key source: store and relay
+            try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            let writer = try #require(try honest.replicaInfo().writer)
+            // What a bearer-token holder POSTs to /v1/range: one plain event under the member's next identity.
+            let forged = Event(
+                origin: writer, counter: 3, replica: ReplicaID.random(), hlc: HLC.next(after: HLC(rawValue: 0), nowMilliseconds: UnixMilliseconds.now()),
+                domain: .defaults, op: .set, policy: .manual, encoding: ValueEncoding.string.rawValue, sealed: false, key: Keys.groupTheme.name,
+                payload: Array("squatted".utf8))
+            _ = try relay.importRange(rangeFile(events: [forged]), from: "HTTP push")
+            for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
+            try await Replicator(store: honest, peers: [.store(relay)]).sync()
+            try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            #expect(victim[.groupTheme] == "three", "a token holder cut the honest member's write off at the relay")
+        }
+    }
+
+    /// A range file handed to `chronicle import` while the app has the store open: the CLI's writer is
+    /// not the app's, so the squat on the app's writer is stored, and every later write of the app
+    /// fails on the duplicate dot (its in-memory counter never moves past it).
+    @Test func aSquatImportedByAnotherProcessDoesNotStopLocalWrites() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+        try app.set("first", for: .groupTheme)  // counter 1 of the app's writer
+        let writer = try #require(try app.replicaInfo().writer)
+        let file = directory.deletingLastPathComponent().appendingPathComponent("squat-\(UUID().uuidString).range")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try rangeFile(opaque: (2...4).map { opaqueSquat(origin: writer, counter: $0) }).write(to: file)
+        let tool = try await runChronicle(["import", "--store", directory.path, file.path], environment: ["CHRONICLE_PASSPHRASE": "pw"])
+        #expect(tool.status == 0, "\(tool.stderr)")
+        for attempt in 1...3 {
+            #expect(throws: Never.self, "local write \(attempt) refused") { try app.set("local \(attempt)", for: .groupTheme) }
+        }
+    }
+
+    // MARK: - 2. Argon2id work per received range
+
+    /// Each received passphrase key record with a fresh salt costs one Argon2id run before the import,
+    /// at the cost the record names (up to SENSITIVE: 1 GiB, 4 passes). Nothing bounds the number per
+    /// range (65,536 items), and the KEK cache keeps every one. Here at the test's minimum cost.
+    @Test func aRangeOfBogusKeyRecordsCostsBoundedDerivations() async throws {
+        try await withGroup { victim, _, _ in
+            let keyring = try victim.crypto.get()
+            let before = keyring.state.withLock { $0.keks.count }
+            let records = (0..<64).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes),
+                    limits: victim.configuration.travelKeyCost.limits, created: 0, nonce: Sodium.randomBytes(AEAD.nonceBytes),
+                    sealedKey: Sodium.randomBytes(48))
+            }
+            _ = try victim.importRange(rangeFile(keys: records), from: "a file")
+            let derivations = keyring.state.withLock { $0.keks.count } - before
+            #expect(derivations <= 4, "one range made the member run \(derivations) Argon2id derivations")
+        }
+    }
+
+    // MARK: - 3. Tamper evidence
+
+    /// Someone with the files but not the key rewrites the log unkeyed, changes a value, and also deletes
+    /// `dk.active` (not only `chain.key`, `chain.inlog` and `head.mac`): the "has a data key but an
+    /// unkeyed chain" check looks only at `dk.active`, and the next open makes a new active key.
+    @Test func aRechainedLogWithoutAnActiveKeyFailsVerify() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+            store[.groupTheme] = "dark"
+            try store.set("s3cr3t", for: .groupToken)
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                var events: [Event] = []
+                try txn.scan(eventLog.dbs.events) { key, value in
+                    let sequence = UInt64(bigEndianBytes: key) ?? 0
+                    let record = try LogRecord(decoding: value, sequence: sequence)
+                    if record.kind == .event { events.append(try record.event(sequence: sequence)) }
+                    return true
+                }
+                if let index = events.firstIndex(where: { $0.key == Keys.groupTheme.name }) {
+                    events[index].payload = Array("forged".utf8)
+                }
+                try txn.clear(eventLog.dbs.events)
+                var head = try LogHead.read(txn, eventLog.dbs)
+                head.sequence = 0
+                head.chain = LogHead.empty.chain
+                for event in events {
+                    head.sequence += 1
+                    let body = event.encoded()
+                    let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: .event, body: body, key: nil)
+                    try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
+                    head.chain = hash
+                }
+                for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC, MetaKey.activeKey] {
+                    try? txn.delete(eventLog.dbs.meta, key: entry)
+                }
+                head.chainKeyID = nil
+                try head.write(txn, eventLog.dbs, chainKey: nil)
+            }
+            try store.rebuildViews()
+        }
+        let reopened = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+        #expect(reopened[.groupTheme] == "forged")  // the forger's edit is live
+        #expect(try reopened.value(for: .groupToken) == "s3cr3t")  // still fully usable: old keys open old secrets
+        let report = try reopened.verify()
+        #expect(!report.isSound, "verify passes on a log whose value was changed without the key (theme: \(reopened[.groupTheme]))")
+    }
+
+    // MARK: - 4. Shared folder (mailbox) written by a carrier
+
+    /// One stray file with a high number in `ranges/`: pulls ask for the next missing file and fail, and
+    /// since a sync pulls before it pushes, no member pushes or pulls through the folder again.
+    @Test func aStrayHighNumberedMailboxFileStallsNobody() async throws {
+        try await withGroup { victim, honest, folder in
+            try honest.set("one", for: .groupTheme)
+            try await Replicator(store: honest, peers: [.directory(folder)]).sync()
+            try await Replicator(store: victim, peers: [.directory(folder)]).sync()
+            #expect(victim[.groupTheme] == "one")
+            // The carrier (write access to the folder, no key) drops one file.
+            try Data("junk".utf8).write(to: folder.appendingPathComponent("ranges").appendingPathComponent(DirectoryTransport.fileName(50)))
+            try honest.set("two", for: .groupTheme)
+            _ = try? await Replicator(store: honest, peers: [.directory(folder)]).sync()
+            _ = try? await Replicator(store: victim, peers: [.directory(folder)]).sync()
+            #expect(victim[.groupTheme] == "two", "one junk file stopped the mailbox for every member")
+        }
+    }
+
+    /// `mailbox.id` is the carrier's to write: set to a member's own replica id (public in every event),
+    /// that member's syncs through the folder silently move nothing ("a store never syncs with itself").
+    @Test func aForgedMailboxIDDoesNotSilentlyCutAMemberOff() async throws {
+        try await withGroup { victim, honest, folder in
+            try await Replicator(store: victim, peers: [.directory(folder)]).sync()
+            try (try victim.replicaID).hex.write(to: folder.appendingPathComponent("mailbox.id"), atomically: true, encoding: .utf8)
+            try honest.set("one", for: .groupTheme)
+            try await Replicator(store: honest, peers: [.directory(folder)]).sync()
+            let report = try await Replicator(store: victim, peers: [.directory(folder)]).sync()  // no error
+            #expect(victim[.groupTheme] == "one", "sync reported success and moved nothing: \(report.peers.count) peer reports")
+        }
+    }
+
+    // MARK: - 5. A relay restored from a backup in place
+
+    /// The relay (same inode, same replica id, same epoch) loses events members pushed to it. The members'
+    /// push checkpoints still count them as delivered (only the pusher's own chain is checked), so they are
+    /// never sent again and a member that syncs only through the relay never gets them.
+    @Test func aRelayRestoredInPlaceGetsBackWhatWasPushedToIt() async throws {
+        let directories = (0..<3).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        let configuration = passphraseConfiguration("the group")
+        let writer = try Store(directory: directories[0], configuration: configuration)
+        let reader = try Store(directory: directories[2], configuration: configuration)
+        let k1 = Key<Int>("review.k1", default: 0, sync: .manual)
+        let k2 = Key<Int>("review.k2", default: 0, sync: .manual)
+        let dataFile = directories[1].appendingPathComponent("data.mdb")
+        let backup: Data
+        do {
+            let relay = try Store(directory: directories[1], configuration: configuration)
+            try writer.set(1, for: k1)
+            try await Replicator(store: writer, peers: [.store(relay)]).sync()
+            backup = try Data(contentsOf: dataFile)
+            try writer.set(2, for: k2)
+            try await Replicator(store: writer, peers: [.store(relay)]).sync()
+            #expect(relay[k2] == 2)
+        }
+        let handle = try FileHandle(forWritingTo: dataFile)
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: backup)
+        try handle.synchronize()
+        try handle.close()
+        let relay = try Store(directory: directories[1], configuration: configuration)
+        try await Replicator(store: writer, peers: [.store(relay)]).sync()
+        try await Replicator(store: reader, peers: [.store(relay)]).sync()
+        #expect(reader[k1] == 1)
+        #expect(reader[k2] == 2, "the relay lost k2 and no member will ever send it again")
+    }
+}
