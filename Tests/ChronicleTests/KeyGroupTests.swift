@@ -2,6 +2,7 @@
 import ChronicleTesting
 import Foundation
 import ChronicleLMDB
+import ChronicleSodium
 import InMemoryLogging
 import Logging
 import Synchronization
@@ -36,5 +37,26 @@ struct KeyGroupTests {
         try fixed.set("from the new device", for: SecretKey<String?>("group.secret", sync: .manual))
         try await Replicator(store: fixed, peers: [.store(a)]).sync()
         #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from the new device")
+    }
+}
+
+/// Wherever a passphrase-wrapped key leaves a store, it is wrapped at MODERATE or more,
+/// whatever the store's own (cheaper) cost.
+struct TravellingKeyTests {
+    @Test func keysLeaveAtModerateCostOrMore() throws {
+        var configuration = Store.Configuration(keySource: .passphrase("pw"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .moderate  // as outside the tests
+        try withTemporaryStore(configuration: configuration) { store, _ in
+            try store.set("s3cr3t", for: .groupToken)  // a secret that syncs
+            let moderate = KeyDerivationCost.moderate
+            let atRest = try store.eventLog.readKeyRecords { txn in try store.eventLog.wrappedKeys(txn) }
+            #expect(atRest.allSatisfy { $0.limits.opsLimit < moderate.passes })  // cheap at rest, as configured
+            let range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
+            let bundle = try KeyBundle.decode(Array(try store.exportKeys()))
+            for record in range.keys + bundle {
+                #expect(record.limits.opsLimit >= moderate.passes && record.limits.memLimit >= moderate.memoryBytes)
+            }
+            #expect(!range.keys.isEmpty)
+        }
     }
 }
