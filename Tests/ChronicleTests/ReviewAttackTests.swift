@@ -3,10 +3,12 @@ import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting
 import Foundation
+import Synchronization
 import Testing
 
-/// Security review: concrete attacks by a carrier (no group key), a crash, or a restore in place.
-/// Every test states the property the trust model (DESIGN.md §8–9) promises; a failing test is a finding.
+/// The attacks a hostile review of replication trust found (a carrier without the group's key,
+/// a crash, a restore in place), each kept as a regression test: every test states the property
+/// the trust model promises.
 struct ReviewAttackTests {
     // MARK: - Helpers
 
@@ -33,6 +35,33 @@ struct ReviewAttackTests {
         Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: opaque).encoded())
     }
 
+    /// A relay without the group's key (travel minimum lowered to the members' test cost).
+    var keylessRelayConfiguration: Store.Configuration {
+        var configuration = Store.Configuration()
+        configuration.travelKeyCost = .minimumForTesting
+        return configuration
+    }
+
+    /// Key ids are public (every authenticator names one). A carrier that sees one at one relay stores a
+    /// bogus record under that id at another keyless relay first; that relay keeps the first record per
+    /// id and relays the bogus one, so a member pulling there can never open the real key's events.
+    @Test func aKeyIDSquatAtAKeylessRelayDoesNotCutAMemberOff() async throws {
+        try await withGroup { victim, honest, relayDirectory in
+            let relay = try Store(directory: relayDirectory, configuration: keylessRelayConfiguration)
+            try honest.set("one", for: .groupTheme)
+            // The carrier read the honest member's key id elsewhere (another relay, a mailbox file).
+            let seen = try EventRange(decoding: Array(try honest.exportRange(after: 0)))
+            var bogus = try #require(seen.keys.last)  // the honest member's own key (its event is the newest)
+            bogus.sealedKey = Sodium.randomBytes(bogus.sealedKey.count)
+            var filler = try #require(seen.events.first)  // the relay stores the key record with any range
+            filler.origin = ReplicaID.random()
+            _ = try relay.importRange(rangeFile(events: [filler], keys: [bogus]), from: "HTTP push")
+            try await Replicator(store: honest, peers: [.store(relay)]).sync()
+            try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            #expect(victim[.groupTheme] == "one", "the member's events arrive under a key record a carrier replaced")
+        }
+    }
+
     // MARK: - 1. Identity squatting with an opaque ("newer format") event
 
     /// A carrier learns a member's current writer (any range it carries shows it) and sends its next
@@ -55,7 +84,7 @@ struct ReviewAttackTests {
     /// identity there, and the relay then quarantines the member's real event and relays the forgery.
     @Test func aSquatAtAKeylessRelayDoesNotCutAMemberOff() async throws {
         try await withGroup { victim, honest, relayDirectory in
-            let relay = try Store(directory: relayDirectory)  // no key source: store and relay
+            let relay = try Store(directory: relayDirectory, configuration: keylessRelayConfiguration)  // store and relay
             try await Replicator(store: victim, peers: [.store(relay)]).sync()
             let writer = try #require(try honest.replicaInfo().writer)
             // What a bearer-token holder POSTs to /v1/range: one plain event under the member's next identity.
@@ -67,6 +96,7 @@ struct ReviewAttackTests {
             for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
             try await Replicator(store: honest, peers: [.store(relay)]).sync()
             try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            #expect(try relay.quarantinedItems().filter { $0.reason == .conflictingIdentity }.isEmpty, "the relay set the real event aside")
             #expect(victim[.groupTheme] == "three", "a token holder cut the honest member's write off at the relay")
         }
     }
@@ -98,7 +128,6 @@ struct ReviewAttackTests {
     @Test func aRangeOfBogusKeyRecordsCostsBoundedDerivations() async throws {
         try await withGroup { victim, _, _ in
             let keyring = try victim.crypto.get()
-            let before = keyring.state.withLock { $0.keks.count }
             let records = (0..<64).map { _ in
                 WrappedKey(
                     id: KeyID.random(), kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes),
@@ -106,8 +135,11 @@ struct ReviewAttackTests {
                     sealedKey: Sodium.randomBytes(48))
             }
             _ = try victim.importRange(rangeFile(keys: records), from: "a file")
-            let derivations = keyring.state.withLock { $0.keks.count } - before
-            #expect(derivations <= 4, "one range made the member run \(derivations) Argon2id derivations")
+            let reasons = try victim.quarantinedItems().map(\.reason)
+            let derivations = reasons.filter { $0 == .unopenableKey }.count  // each one cost an Argon2id run
+            #expect(derivations <= Keyring.derivationsPerBatch, "one range made the member run \(derivations) Argon2id derivations")
+            #expect(reasons.filter { $0 == .derivationBudget }.count == 64 - derivations)
+            #expect(keyring.state.withLock { $0.keks.count } <= 3)  // only this store's own KEKs are kept
         }
     }
 

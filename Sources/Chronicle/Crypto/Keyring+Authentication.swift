@@ -23,6 +23,14 @@ extension Keyring {
 }
 
 extension Keyring: EventVerifier {
+    func holdsKey(_ id: KeyID) -> Bool { state.withLock { $0.dataKeys[id] != nil } }
+
+    /// Unwraps every data key of this store that its key source opens (for `verify`).
+    func unwrapLocalKeys() {
+        let ids = (try? eventLog.readKeyRecords { txn in try eventLog.wrappedKeyIDs(txn) }) ?? []
+        for id in ids { _ = try? dataKey(id) }
+    }
+
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
     /// unwrapped, else why not. Uses only keys already unwrapped (see ``prepareImport(_:)``).
     func verify(_ event: Event) -> String? {
@@ -50,7 +58,8 @@ extension Keyring {
     ///   a store without an explicit key source keeps every key to relay it.
     func prepareImport(_ range: EventRange) -> KeyScreening {
         var screening = KeyScreening()
-        let known = (try? eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }) ?? []
+        var derivations = 0
+        var known = (try? eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }) ?? []
         for record in range.keys {
             if let problem = Self.boundsProblem(record, minimum: travelLimits) {
                 screening.rejected.append((record, .keyParametersOutOfBounds, problem))
@@ -64,10 +73,19 @@ extension Keyring {
                 screening.accepted.append(record)
                 continue
             }
+            if needsDerivation(record) {
+                // Each new (salt, cost) costs an Argon2id run: a batch may ask for a few, never for more.
+                guard derivations < Self.derivationsPerBatch else {
+                    screening.rejected.append((record, .derivationBudget, "more than \(Self.derivationsPerBatch) new key derivations in one batch"))
+                    continue
+                }
+                derivations += 1
+            }
             do {
-                let key = try unwrap(record)
+                let key = try unwrap(record, cacheKEK: false)
                 state.withLock { $0.dataKeys[record.id] = key }
                 screening.accepted.append(record)
+                known.insert(record.id)  // another record under the same id is a relay's alternate
             } catch {
                 screening.rejected.append((record, .unopenableKey, "this store's key source does not open key \(record.id)"))
             }
@@ -92,6 +110,9 @@ extension Keyring {
         }
         return screening
     }
+
+    /// The most Argon2id runs one received batch may cause (a group has a key or two per device).
+    static let derivationsPerBatch = 4
 
     /// Why a received key record's derivation parameters are refused, or `nil`.
     static func boundsProblem(_ record: WrappedKey, minimum: PasswordHash.Limits) -> String? {

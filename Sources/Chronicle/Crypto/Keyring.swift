@@ -181,11 +181,13 @@ final class Keyring: EventSealer {
     /// Unwraps a data key. A passphrase record's Argon2id cost must lie within libsodium's
     /// minimum and ``KeyDerivationCost/sensitive``, whatever the record says, so no record can
     /// make this device run a derivation it cannot afford.
-    func unwrap(_ record: WrappedKey) throws -> SecureBytes {
+    /// - Parameter cacheKEK: keep a passphrase KEK for later (not for records received from peers,
+    ///   whose salts are theirs: the cache holds only this store's own KEKs).
+    func unwrap(_ record: WrappedKey, cacheKEK: Bool = true) throws -> SecureBytes {
         if record.kind == .passphrase, let problem = Self.boundsProblem(record, minimum: .minimum) {
             throw ChronicleError.corruptKeyRecord(id: record.id.description, reason: problem)
         }
-        let kek = try kek(for: record)
+        let kek = try kek(for: record, cache: cacheKEK)
         do { return try record.unwrap(with: kek) } catch { throw ChronicleError.wrongKey }
     }
 
@@ -195,10 +197,10 @@ final class Keyring: EventSealer {
 
     var zeroSalt: [UInt8] { [UInt8](repeating: 0, count: PasswordHash.saltBytes) }
 
-    func kek(for record: WrappedKey) throws -> SecureBytes {
+    func kek(for record: WrappedKey, cache: Bool = true) throws -> SecureBytes {
         switch (sourceValue, record.kind) {
         case let (.passphrase(passphrase, _), .passphrase):
-            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits)
+            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: cache)
         case let (.material(kek, kind), recordKind) where kind == recordKind:
             return kek
         case let (.defaultKeyFile(url), .keyFile):
@@ -213,13 +215,24 @@ final class Keyring: EventSealer {
 
     /// Argon2id of `passphrase` with a record's salt and cost, cached per salt and cost
     /// (salts are random, so two passphrases never share an entry; a change clears the cache).
-    func passphraseKEK(_ passphrase: SecureBytes, salt: [UInt8], limits: PasswordHash.Limits) throws -> SecureBytes {
-        let cacheKey = salt + limits.opsLimit.bigEndianBytes + limits.memLimit.bigEndianBytes
+    func passphraseKEK(_ passphrase: SecureBytes, salt: [UInt8], limits: PasswordHash.Limits, cache: Bool = true) throws -> SecureBytes {
+        let cacheKey = Self.kekCacheKey(salt: salt, limits: limits)
         if let kek = state.withLock({ $0.keks[cacheKey] }) { return kek }
         var bytes = passphrase.copyBytes()
         defer { Sodium.wipe(&bytes) }
         let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
-        state.withLock { $0.keks[cacheKey] = kek }
+        if cache { state.withLock { $0.keks[cacheKey] = kek } }
         return kek
+    }
+
+    static func kekCacheKey(salt: [UInt8], limits: PasswordHash.Limits) -> [UInt8] {
+        salt + limits.opsLimit.bigEndianBytes + limits.memLimit.bigEndianBytes
+    }
+
+    /// Whether unwrapping `record` needs an Argon2id run (a passphrase record whose KEK is not cached).
+    func needsDerivation(_ record: WrappedKey) -> Bool {
+        guard record.kind == .passphrase, case .passphrase = sourceValue else { return false }
+        let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
+        return state.withLock { $0.keks[cacheKey] == nil }
     }
 }

@@ -223,3 +223,16 @@ struct OpaqueEvent: Sendable, Equatable {
 
     var dot: [UInt8] { origin.bytes + counter.bigEndianBytes }
 }
+
+extension OpaqueEvent {
+    /// The relay-only record body of an opaque log record: an event this build cannot read, or a
+    /// readable second version of an identity kept by a store that verifies nothing.
+    init?(relayRecord body: some Collection<UInt8>) {
+        let bytes = Array(body)
+        switch bytes.withUnsafeBytes({ Event.parse($0) }) {
+        case let .success(.opaque(item)): self = item
+        case let .success(.event(event)): self.init(origin: event.origin, counter: event.counter, bytes: bytes, reason: "kept to relay")
+        case .failure: return nil
+        }
+    }
+}

@@ -48,7 +48,7 @@ extension EventLog {
                 let young = event.hlc.milliseconds >= cutoffMilliseconds
                 var keep = young || unacknowledged || waiting.contains(sequence)
                 if winners.contains(sequence) {
-                    let expiredTombstone = event.op == .remove && event.hlc.milliseconds + tombstoneRetentionMilliseconds < now
+                    let expiredTombstone = event.op == .remove && UnixMilliseconds.adding(tombstoneRetentionMilliseconds, to: event.hlc.milliseconds) < now
                     keep = keep || !expiredTombstone
                 }
                 if keep { kept.append(event) } else { droppedDots.append(event.dot) }
@@ -70,9 +70,9 @@ extension EventLog {
                 try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
             }
             for dot in droppedDots { try txn.put(dbs.dots, key: dot, value: UInt64(0).bigEndianBytes) }  // 0: compacted away
-            let limit = now + driftMilliseconds
-            for item in opaque {  // events of newer formats: never judged, always kept
-                try txn.delete(dbs.dots, key: item.dot)
+            let limit = UnixMilliseconds.adding(driftMilliseconds, to: now)
+            for item in opaque {  // relay-only records: never judged, always kept
+                try txn.delete(dbs.dots, key: Self.opaqueKey(item.bytes))
                 try appendOpaque(item, txn, &head)
             }
             for event in kept {

@@ -22,6 +22,8 @@ protocol EventSealer: Sendable {
 protocol EventVerifier: Sendable {
     /// `nil` when the event is authentic, else why not.
     func verify(_ event: Event) -> String?
+    /// Whether this verifier holds the data key `id` (unwrapped).
+    func holdsKey(_ id: KeyID) -> Bool
 }
 
 // MARK: - Key records
@@ -129,14 +131,33 @@ extension EventLog {
         try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: record.encoded())
     }
 
-    /// Stores each wrapped key this log does not hold yet; returns how many were new.
+    /// Stores each wrapped key this log does not hold yet; returns how many were new. A different
+    /// record under an id it holds is kept as an alternate to relay (at most four per id).
     @discardableResult
     func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
         var added = 0
-        for record in records where try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) == nil {
-            try putWrappedKey(record, txn)
-            added += 1
+        for record in records {
+            let encoded = record.encoded()
+            guard let existing = try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) else {
+                try putWrappedKey(record, txn)
+                added += 1
+                continue
+            }
+            guard existing != encoded, try alternateKeys(record.id, txn).count < 4 else { continue }
+            try txn.put(dbs.meta, key: MetaKey.alternateKey(record.id, encoded), value: encoded)
         }
         return added
+    }
+
+    /// The alternate records kept under key id `id`.
+    func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+        let prefix = MetaKey.alternateKeyPrefix + id.bytes
+        var records: [WrappedKey] = []
+        try txn.scan(dbs.meta, from: prefix) { key, value in
+            guard key.starts(with: prefix) else { return false }
+            if let record = try? WrappedKey(decoding: value) { records.append(record) }
+            return true
+        }
+        return records
     }
 }

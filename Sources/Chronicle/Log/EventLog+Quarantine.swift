@@ -19,8 +19,30 @@ extension EventLog {
     ) throws {
         let id = Array(GenericHash.hash([[kind.rawValue], bytes], length: 32).prefix(8))
         guard try txn.get(dbs.quarantine, key: id) == nil else { return }
-        let record = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: bytes)
+        // Bounded: a carrier can fill it, not grow it without end. Past the cap, items are counted
+        // in the receipt but not kept; a kept item holds at most its first 64 KiB.
+        guard try txn.count(dbs.quarantine) < Self.quarantineCapacity else { return }
+        let kept = bytes.count > Self.quarantinedBytesLimit ? Array(bytes.prefix(Self.quarantinedBytesLimit)) : bytes
+        let record = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: kept)
         try txn.put(dbs.quarantine, key: id, value: record.encoded())
+    }
+
+    static let quarantineCapacity = 10_000
+    static let quarantinedBytesLimit = 64 << 10
+
+    /// Takes out of the quarantine every event set aside as unauthenticated that now verifies (its
+    /// key arrived since), for the caller to apply.
+    func releaseQuarantined(verifiedBy verifier: any EventVerifier, _ txn: borrowing Transaction) throws -> [Event] {
+        var released: [([UInt8], Event)] = []
+        try txn.scan(dbs.quarantine) { key, value in
+            guard let record = try? QuarantineRecord(decoding: value), record.kind == .event, record.reason == .unauthenticated,
+                let event = try? Event(decoding: record.bytes), verifier.verify(event) == nil
+            else { return true }
+            released.append((key, event))
+            return true
+        }
+        for (key, _) in released { try txn.delete(dbs.quarantine, key: key) }
+        return released.map(\.1)
     }
 
     /// Every quarantined item, oldest first.

@@ -1,5 +1,6 @@
 import Foundation
 import ChronicleLMDB
+import ChronicleSodium
 
 extension EventLog {
     // MARK: - Checkpoints
@@ -57,7 +58,7 @@ extension EventLog {
                 case .opaque:
                     // Newer formats relay with every manual sync, never with automatic pushes.
                     if filter == nil || filter == .syncable {
-                        guard case let .success(.opaque(item)) = record.body.withUnsafeBytes({ Event.parse($0) }) else {
+                        guard let item = OpaqueEvent(relayRecord: record.body) else {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
                         }
                         if full(item.bytes.count) { return false }
@@ -79,7 +80,8 @@ extension EventLog {
                 upTo = sequence
                 return true
             }
-            let keys = try keyIDs.compactMap { id in try travelKey(id, txn) }
+            // Each key as it travels, and any alternate records this store relays under its id.
+            let keys = try keyIDs.flatMap { id in (try travelKey(id, txn).map { [$0] } ?? []) + (try alternateKeys(id, txn)) }
             return EventRange(
                 source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
                 afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: events, opaque: opaque)
@@ -124,17 +126,32 @@ extension EventLog {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, txn)
                 receipt.quarantined += 1
             }
-            for event in range.events {
-                if let (reason, detail) = try screen(event, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
-                    if reason == .duplicate {
+            var candidates = range.events
+            if let verifier, receipt.keys > 0 {
+                // Events set aside because their key had not arrived get another look now that it has.
+                candidates += try releaseQuarantined(verifiedBy: verifier, txn)
+            }
+            for event in candidates {
+                if let (screening, detail) = try screen(event, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
+                    switch screening {
+                    case .duplicate:
                         receipt.duplicates += 1
-                    } else if let reason = reason.quarantine {
+                    case .relayOnly:
+                        // A store that verifies nothing cannot tell which of two events with one identity
+                        // is genuine: it keeps the first, and stores and relays this one unapplied, so a
+                        // carrier that squats an identity here cannot censor a member's real event.
+                        if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: event.encoded(), reason: detail), txn, &head) {
+                            receipt.opaque += 1
+                        } else {
+                            receipt.duplicates += 1
+                        }
+                    case let .reject(reason):
                         try quarantine(.event, reason, detail: detail, bytes: event.encoded(), source: source, now: now, txn)
                         receipt.quarantined += 1
                     }
                     continue
                 }
-                let deferred = event.hlc.milliseconds > now + driftMilliseconds
+                let deferred = event.hlc.milliseconds > UnixMilliseconds.adding(driftMilliseconds, to: now)
                 if !deferred { head.hlc = max(head.hlc, event.hlc) }
                 let (sequence, won) = try append(event, txn, &head, indexView: !deferred)
                 if deferred {
@@ -145,18 +162,15 @@ extension EventLog {
                 committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
             }
             for item in range.opaque {
-                if try txn.get(dbs.dots, key: item.dot) != nil {
-                    receipt.duplicates += 1
-                    continue
-                }
                 if item.counter > Event.maxCounter || item.origin == writer {
                     let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
                     try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, txn)
                     receipt.quarantined += 1
                     continue
                 }
-                try appendOpaque(item, txn, &head)
-                receipt.opaque += 1
+                // An opaque event claims no identity: it is deduplicated by its bytes, so a carrier's
+                // "newer format" squat can never stand in the way of a member's real event.
+                if try appendOpaque(item, txn, &head) { receipt.opaque += 1 } else { receipt.duplicates += 1 }
             }
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             if let checkpoint {
@@ -171,12 +185,9 @@ extension EventLog {
     /// What an import does with one event: nothing (apply it), skip it, or quarantine it.
     private enum Screening: Equatable {
         case duplicate
+        /// Kept and relayed, never applied (a store that verifies nothing met a second version of an identity).
+        case relayOnly
         case reject(QuarantinedItem.Reason)
-
-        var quarantine: QuarantinedItem.Reason? {
-            if case let .reject(reason) = self { return reason }
-            return nil
-        }
     }
 
     /// Checks one received event against this log; `nil` when it is new and may be applied.
@@ -193,7 +204,12 @@ extension EventLog {
             }
             let record = try LogRecord(decoding: bytes, sequence: known)
             if record.kind == .event, try record.event(sequence: known) == event { return (.duplicate, "") }
-            return (.reject(.conflictingIdentity), "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))")
+            let detail = "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
+            guard let verifier else { return (.relayOnly, detail) }
+            // A member holds only authenticated events: the newcomer is a forgery, or the group's
+            // key was used to write two events under one identity.
+            if let problem = verifier.verify(event) { return (.reject(.unauthenticated), problem) }
+            return (.reject(.conflictingIdentity), detail)
         }
         if event.origin == writer {
             return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
@@ -207,16 +223,24 @@ extension EventLog {
         return nil
     }
 
-    /// Appends an event this build cannot read as an opaque record: identity known, never applied.
-    func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+    /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never
+    /// meets a 24-byte dot). Opaque records are known by their bytes, never by the identity they claim.
+    static func opaqueKey(_ bytes: [UInt8]) -> [UInt8] { [0x4F] + GenericHash.hash(bytes) }
+
+    /// Appends a relay-only record (an event this build cannot read, or a second version of an
+    /// identity at a store that verifies nothing) unless the same bytes are stored already;
+    /// returns whether it appended.
+    @discardableResult
+    func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
+        let key = Self.opaqueKey(item.bytes)
+        guard try txn.get(dbs.dots, key: key) == nil else { return false }
         head.sequence += 1
         let sequence = head.sequence
         let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID))
         try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .opaque, body: item.bytes, hash: hash).encoded(), flags: .append)
         head.chain = hash
-        guard try txn.insert(dbs.dots, key: item.dot, value: sequence.bigEndianBytes) else {
-            throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(item.origin.short):\(item.counter) is already in the log")
-        }
+        try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
+        return true
     }
 
     /// Moves events whose time has come from the drift guard's waiting list into the views.
@@ -226,7 +250,7 @@ extension EventLog {
             guard key.count == 16, let hlc = UInt64(bigEndianBytes: Array(key.prefix(8))),
                 let sequence = UInt64(bigEndianBytes: Array(key.suffix(8)))
             else { return false }
-            guard HLC(rawValue: hlc).milliseconds <= now + driftMilliseconds else { return false }
+            guard HLC(rawValue: hlc).milliseconds <= UnixMilliseconds.adding(driftMilliseconds, to: now) else { return false }
             due.append((key, sequence))
             return true
         }

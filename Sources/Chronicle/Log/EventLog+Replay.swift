@@ -8,6 +8,8 @@ extension EventLog {
         var records = 0
         /// Whether the chain was keyed at the end of the log.
         var keyed = false
+        /// The first sequence the chain is keyed at, if it is.
+        var keyedFrom: UInt64?
     }
 
     /// Visits every log record in order, checking the hash chain and decoding
@@ -24,6 +26,7 @@ extension EventLog {
         var previous = LogHead.empty.chain
         let legacy = try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil
         var hashKey = legacy ? try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID) : nil
+        var keyedFrom: UInt64? = hashKey == nil ? nil : 1
         var expected: UInt64 = 1
         var count = 0
         try txn.scanInPlace(dbs.events) { key, value in
@@ -46,6 +49,7 @@ extension EventLog {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "a chain-key record of \(body.count) bytes")
                 }
                 hashKey = try chainKeys.key(KeyID(bytes: Array(body)))
+                keyedFrom = keyedFrom ?? sequence
             }
             let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
             // Integrity of local data, not a secret: a plain comparison is enough.
@@ -66,7 +70,7 @@ extension EventLog {
                 }
             } else if kind == .opaque {
                 // Kept as received, never applied; it must still carry an identity.
-                guard case let .success(.opaque(item)) = Event.parse(body) else {
+                guard let item = OpaqueEvent(relayRecord: body) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
                 }
                 try visitOpaque?(sequence, item)
@@ -75,7 +79,7 @@ extension EventLog {
             count += 1
             return true
         }
-        return Replay(records: count, keyed: hashKey != nil)
+        return Replay(records: count, keyed: hashKey != nil, keyedFrom: keyedFrom)
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
@@ -86,7 +90,7 @@ extension EventLog {
     /// the log, then written in key order with `MDB_APPEND`, so a replay costs
     /// one sequential read of the log and sequential writes of the indexes.
     func rebuildViews() throws {
-        let limit = UnixMilliseconds.now() + driftMilliseconds
+        let limit = UnixMilliseconds.adding(driftMilliseconds, to: UnixMilliseconds.now())
         try environment.write { txn in
             // One dictionary lookup per event: the key's history (in ascending sequence order,
             // as the log is read) and its current winner.
@@ -143,7 +147,11 @@ extension EventLog {
     }
 
     /// Checks the log and the views without changing anything.
-    func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> VerificationReport {
+    ///
+    /// With a `verifier` (the store's keyring), every authenticator under a key it holds must
+    /// verify, and no event this replica sealed or authenticated may sit in an unkeyed stretch of
+    /// the chain (it was written while the store held a key: the chain was rewritten without it).
+    func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, verifier: (any EventVerifier)? = nil) throws -> VerificationReport {
         try environment.read { txn in
             let total = try LogHead.read(txn, dbs).sequence
             var report = VerificationReport(records: 0, keys: 0)
@@ -154,14 +162,28 @@ extension EventLog {
                 return true
             }
             do {
+                var ownKeyedEvents: [UInt64] = []
                 let replay = try replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
+                    if let verifier {
+                        if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
+                            throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
+                        }
+                        let sealedHere = event.sealed && (try? Envelope(decoding: event.payload)).map { verifier.holdsKey($0.keyID) } == true
+                        let authenticatedHere = event.authenticator.map { verifier.holdsKey($0.keyID) } == true
+                        if event.replica == replica, sealedHere || authenticatedHere { ownKeyedEvents.append(sequence) }
+                    }
                     if waiting.contains(sequence) { return }  // held back by the drift guard
                     let entry = ViewEntry(event: event, sequence: sequence)
                     if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
                     winners[event.domain, default: [:]][event.key] = entry
                 }
                 report.records = replay.records
+                if let first = ownKeyedEvents.first, first < replay.keyedFrom ?? .max {
+                    throw ChronicleError.corruptRecord(
+                        sequence: first,
+                        reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
+                }
                 try verifyHead(txn, keyed: replay.keyed, records: replay.records)
             } catch let error as ChronicleError {
                 report.firstProblem = error

@@ -190,6 +190,12 @@ final class EventLog: Sendable {
         let now = UnixMilliseconds.now()
         for change in changes {
             counter += 1
+            // Only this opening writes as `writer`, but another process may have imported a
+            // carrier's event under one of its identities: skip it rather than refuse to write.
+            while try txn.get(dbs.dots, key: writer.bytes + counter.bigEndianBytes) != nil {
+                guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
+                counter += 1
+            }
             head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
             var event = Event(
                 origin: writer, counter: counter, replica: replica, hlc: head.hlc, domain: change.domain, op: change.op,

@@ -1,3 +1,4 @@
+import ChronicleSodium
 import ChronicleLMDB
 
 /// Names of the entries in the `meta` database.
@@ -25,6 +26,13 @@ enum MetaKey {
     /// Travel wraps of this replica's passphrase-wrapped data keys (at least MODERATE cost): `dk.travel/` ‖ key id.
     static let travelKeyPrefix = Array("dk.travel/".utf8)
     static func travelKey(_ id: KeyID) -> [UInt8] { travelKeyPrefix + id.bytes }
+    /// Other records received under a key id this store already holds a record for (a store that
+    /// cannot open them keeps up to four, to relay: a carrier's record must not censor the real one):
+    /// `dk.alt/` ‖ key id ‖ first 8 bytes of BLAKE2b-256 of the record.
+    static let alternateKeyPrefix = Array("dk.alt/".utf8)
+    static func alternateKey(_ id: KeyID, _ record: [UInt8]) -> [UInt8] {
+        alternateKeyPrefix + id.bytes + Array(GenericHash.hash(record).prefix(8))
+    }
     /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
     static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
 

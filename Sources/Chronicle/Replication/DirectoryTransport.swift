@@ -36,14 +36,21 @@ public struct DirectoryTransport: SyncTransport {
     private func pullNow(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) throws -> Data {
         let id = try identity()
         let last = try lastIndex()
-        let index = min(after, last) + 1
-        guard index <= last else {
-            return Data(EventRange(source: id, epoch: Self.epoch, after: last, upTo: last, head: last, keys: [], events: []).encoded())
+        var index = min(after, last)
+        // A missing number, or a file that is not a range (anyone who can write the folder can
+        // drop one), is passed over: it stalls nobody.
+        while index < last {
+            index += 1
+            guard let bytes = try? Data(contentsOf: rangesFolder.appendingPathComponent(Self.fileName(index))),
+                let stored = try? EventRange(decoding: Array(bytes))
+            else { continue }
+            let events = stored.events.filter { filter.admits($0) && $0.origin != origin }
+            let opaque = filter == .syncable ? stored.opaque : []
+            return Data(
+                EventRange(source: id, epoch: Self.epoch, after: min(after, last), upTo: index, head: last, keys: stored.keys, events: events, opaque: opaque)
+                    .encoded())
         }
-        let file = rangesFolder.appendingPathComponent(Self.fileName(index))
-        let stored = try EventRange(decoding: Array(try Data(contentsOf: file)))
-        let events = stored.events.filter { filter.admits($0) && $0.origin != origin }
-        return Data(EventRange(source: id, epoch: Self.epoch, after: index - 1, upTo: index, head: last, keys: stored.keys, events: events).encoded())
+        return Data(EventRange(source: id, epoch: Self.epoch, after: min(after, last), upTo: last, head: last, keys: [], events: []).encoded())
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
@@ -54,14 +61,14 @@ public struct DirectoryTransport: SyncTransport {
     private func pushNow(_ range: Data) throws -> RangeReceipt {
         let decoded = try EventRange(decoding: Array(range))  // refuse to store anything malformed
         var receipt = RangeReceipt()
-        receipt.received = decoded.events.count
-        guard !decoded.events.isEmpty else { return receipt }
+        receipt.received = decoded.events.count + decoded.opaque.count
+        guard receipt.received > 0 else { return receipt }
         var index = try lastIndex() + 1
         // Another replica pushing at the same time takes the same number first: try the next.
         while try !PrivateFiles.publishNew(Array(range), at: rangesFolder.appendingPathComponent(Self.fileName(index))) {
             index += 1
         }
-        receipt.applied = decoded.events.count
+        receipt.applied = receipt.received
         receipt.keys = decoded.keys.count
         return receipt
     }
@@ -69,6 +76,8 @@ public struct DirectoryTransport: SyncTransport {
     // MARK: - Layout
 
     private static let epoch = LogEpoch.zero
+    /// File numbers at or above this are not ranges this mailbox wrote.
+    static let maxIndex: UInt64 = 1_000_000_000_000_000
 
     static func fileName(_ index: UInt64) -> String {
         let digits = String(index)
@@ -77,7 +86,8 @@ public struct DirectoryTransport: SyncTransport {
 
     private func lastIndex() throws -> UInt64 {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return 0 }
-        return names.compactMap { name in name.hasSuffix(".range") ? UInt64(name.dropLast(6)) : nil }.max() ?? 0
+        // File numbers beyond 10^15 (a mailbox would need a thousand years of ranges) are hostile and ignored.
+        return names.compactMap { name in name.hasSuffix(".range") ? UInt64(name.dropLast(6)) : nil }.filter { $0 < Self.maxIndex }.max() ?? 0
     }
 
     private func identity() throws -> ReplicaID {

@@ -23,6 +23,8 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
         case keyParametersOutOfBounds = 6
         /// An unsealed event for a domain this store seals (secrets, or every value with `encryptDefaults`).
         case unsealed = 7
+        /// A wrapped key past the number of new key derivations one batch may cost.
+        case derivationBudget = 8
 
         public var description: String {
             switch self {
@@ -33,6 +35,7 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
             case .unopenableKey: "a wrapped key this replica's key source cannot open"
             case .keyParametersOutOfBounds: "key-derivation parameters out of bounds"
             case .unsealed: "unsealed value for a sealed domain"
+            case .derivationBudget: "more new key derivations than one batch may cost"
             }
         }
     }

@@ -92,13 +92,26 @@ public actor Replicator: Service {
         }
         let store = store
         let local = try await BlockingWork.run { try store.replicaInfo() }
-        guard remote.replicaID != local.replicaID else { return report }  // a store never syncs with itself
+        if remote.replicaID == local.replicaID, let writer = remote.writer {
+            // The same opening is this store itself: nothing to do. Another store claiming this
+            // replica's id (a copy of this store) must not silently move nothing. A passive peer
+            // (a mailbox, whose id anyone who can write the folder can set) is synced as usual.
+            guard writer == local.writer else {
+                throw ChronicleError.malformedInput("the peer claims this replica's own id \(local.replicaID.short): a copy of this store?")
+            }
+            return report
+        }
         let eventLog = try store.eventLog
 
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
         var checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
-        if checkpoint.sequence > remote.head { checkpoint = .zero }  // a checkpoint the remote cannot honour: start over (dots make it safe)
+        // The remote went back in time (restored, rolled back): what it lost must be pulled and pushed again.
+        var remoteWentBack = false
+        if checkpoint.sequence > remote.head {  // a checkpoint the remote cannot honour: start over (dots make it safe)
+            checkpoint = .zero
+            remoteWentBack = true
+        }
         var after = checkpoint.sequence
         var expectedChain = checkpoint.chain
         let source = "peer \(peer.name)"
@@ -115,6 +128,7 @@ public actor Replicator: Service {
             if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
                 after = 0
                 expectedChain = nil
+                remoteWentBack = true
                 continue
             }
             report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source) })
@@ -127,13 +141,28 @@ public actor Replicator: Service {
 
         // Push: our log after our checkpoint for (remote, our epoch, push, filter).
         let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)
-        var sent = try await BlockingWork.run { () throws -> UInt64 in
-            let checkpoint = try eventLog.checkpoint(pushKey)
-            // Our own log under the checkpoint changed (restored in place): push from the start.
-            if let chain = checkpoint.chain, checkpoint.sequence > 0, try eventLog.chainHash(at: checkpoint.sequence) != chain { return 0 }
+        let pushCheckpoint = try await BlockingWork.run { () throws -> CheckpointValue in
             try store.prepareTravelKeys()
-            return checkpoint.sequence
+            return try eventLog.checkpoint(pushKey)
         }
+        // After our last push the remote's log reached `remoteHead`, with `remoteChain` there. If it
+        // has gone back since (a relay restored from a backup), what we pushed may be lost: push again.
+        if !remoteWentBack, let remoteHead = pushCheckpoint.remoteHead, let remoteChain = pushCheckpoint.remoteChain {
+            if remote.head < remoteHead {
+                remoteWentBack = true
+            } else {
+                let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: remoteHead, filter: filter, excludingOrigin: nil, maxEvents: 1)))
+                if probe.after == remoteHead, probe.afterChain != LogHead.empty.chain, probe.afterChain != remoteChain { remoteWentBack = true }
+            }
+        }
+        let wentBack = remoteWentBack
+        var sent = try await BlockingWork.run { () throws -> UInt64 in
+            // The remote went back in time, or our own log under the checkpoint changed: push from the start.
+            if wentBack { return 0 }
+            if let chain = pushCheckpoint.chain, pushCheckpoint.sequence > 0, try eventLog.chainHash(at: pushCheckpoint.sequence) != chain { return 0 }
+            return pushCheckpoint.sequence
+        }
+        var pushedAny = false
         let (batchEvents, batchBytes) = (configuration.batchEvents, configuration.batchBytes)
         while true {
             try Task.checkCancellation()
@@ -142,6 +171,7 @@ public actor Replicator: Service {
                 try eventLog.exportRange(after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes)
             }
             if !range.events.isEmpty || !range.opaque.isEmpty {
+                pushedAny = true
                 report.pushed.add(try await peer.transport.push(Data(range.encoded())))
                 report.sent += range.events.count + range.opaque.count
                 report.batches += 1
@@ -153,6 +183,20 @@ public actor Replicator: Service {
             }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
+        }
+        if pushedAny {
+            // Remember where the remote's log stood after our push, to notice if it ever goes back.
+            let after = try await peer.transport.info()
+            let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: after.head, filter: filter, excludingOrigin: nil, maxEvents: 1)))
+            if probe.after == after.head, after.epoch == remote.epoch {
+                let mark = try await BlockingWork.run { () throws -> CheckpointValue in
+                    var value = try eventLog.checkpoint(pushKey)
+                    value.remoteHead = after.head
+                    value.remoteChain = probe.afterChain
+                    return value
+                }
+                try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: mark) }
+            }
         }
         return report
     }

@@ -139,7 +139,9 @@ public final class Store: Sendable {
     /// Reads one snapshot; writers are never blocked.
     /// - Parameter progress: called now and then with (records checked, records in the log).
     public func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws(ChronicleError) -> VerificationReport {
-        try mappingErrors { try eventLog.verify(progress: progress) }
+        let keyring = try? crypto.get()
+        keyring?.unwrapLocalKeys()
+        return try mappingErrors { try eventLog.verify(progress: progress, verifier: keyring) }
     }
 
     // MARK: - Internals shared by keys and secrets

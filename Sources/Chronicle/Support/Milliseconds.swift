@@ -17,6 +17,13 @@ enum UnixMilliseconds {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
+    /// `a + b`, saturating at the largest value instead of trapping (configured drifts and
+    /// retentions may be huge).
+    static func adding(_ a: UInt64, to b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
+    }
+
     /// A duration in whole milliseconds (negative durations clamp to 0).
     static func of(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
