@@ -17,13 +17,19 @@ public enum GenericHash {
 
     /// Hashes `input`, keyed with `key` when given.
     public static func hash(_ input: [UInt8], key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
+        input.withUnsafeBytes { hash($0, key: key, length: length) }
+    }
+
+    /// Hashes the bytes `input` points to (a slice of a larger buffer, without copying it).
+    public static func hash(_ input: UnsafeRawBufferPointer, key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: length)
+        let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
         if let key {
             key.withPointer { keyPointer in
-                _ = crypto_generichash(&output, length, input, UInt64(input.count), keyPointer, key.count)
+                _ = crypto_generichash(&output, length, bytes, UInt64(input.count), keyPointer, key.count)
             }
         } else {
-            _ = crypto_generichash(&output, length, input, UInt64(input.count), nil, 0)
+            _ = crypto_generichash(&output, length, bytes, UInt64(input.count), nil, 0)
         }
         return output
     }

@@ -12,17 +12,10 @@ import Testing
 struct ReviewAttackTests {
     // MARK: - Helpers
 
-    /// Two members of one passphrase group; the victim wrote "dark" and the honest member pulled it.
-    /// The honest member has written nothing yet, so its next events are counters 1, 2, 3…
+    /// Two members of one passphrase group (see ``HostilePeerTests/withGroup(_:)``); the honest
+    /// member has written nothing yet, so its next events are counters 1, 2, 3…
     func withGroup(_ body: (_ victim: Store, _ honest: Store, _ spare: URL) async throws -> Void) async throws {
-        let directories = (0..<3).map { _ in temporaryDirectory() }
-        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
-        let victim = try Store(directory: directories[0], configuration: passphraseConfiguration("the group"))
-        let honest = try Store(directory: directories[1], configuration: passphraseConfiguration("the group"))
-        try victim.set("dark", for: .groupTheme)
-        try await Replicator(store: honest, peers: [.store(victim)]).sync()
-        #expect(honest[.groupTheme] == "dark")
-        try await body(victim, honest, directories[2])
+        try await HostilePeerTests().withGroup(body)
     }
 
     /// An event of "format 3": just a well-formed identity prefix and one byte. No key needed.
@@ -155,34 +148,8 @@ struct ReviewAttackTests {
             let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
             store[.groupTheme] = "dark"
             try store.set("s3cr3t", for: .groupToken)
-            let eventLog = try store.eventLog
-            try eventLog.environment.write { txn in
-                var events: [Event] = []
-                try txn.scan(eventLog.dbs.events) { key, value in
-                    let sequence = UInt64(bigEndianBytes: key) ?? 0
-                    let record = try LogRecord(decoding: value, sequence: sequence)
-                    if record.kind == .event { events.append(try record.event(sequence: sequence)) }
-                    return true
-                }
-                if let index = events.firstIndex(where: { $0.key == Keys.groupTheme.name }) {
-                    events[index].payload = Array("forged".utf8)
-                }
-                try txn.clear(eventLog.dbs.events)
-                var head = try LogHead.read(txn, eventLog.dbs)
-                head.sequence = 0
-                head.chain = LogHead.empty.chain
-                for event in events {
-                    head.sequence += 1
-                    let body = event.encoded()
-                    let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: .event, body: body, key: nil)
-                    try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
-                    head.chain = hash
-                }
-                for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC, MetaKey.activeKey] {
-                    try? txn.delete(eventLog.dbs.meta, key: entry)
-                }
-                head.chainKeyID = nil
-                try head.write(txn, eventLog.dbs, chainKey: nil)
+            try rechainWithoutKey(store, alsoDeleting: [MetaKey.activeKey]) { events in
+                if let index = events.firstIndex(where: { $0.key == Keys.groupTheme.name }) { events[index].payload = Array("forged".utf8) }
             }
             try store.rebuildViews()
         }

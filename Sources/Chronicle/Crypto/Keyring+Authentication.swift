@@ -9,7 +9,7 @@ import Synchronization
 extension Keyring {
     func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
         let (id, key) = try activeKey(txn, &head)
-        let tag = GenericHash.hash(event.authenticatedBytes(keyID: id), key: try authenticationKey(id, dataKey: key), length: 32)
+        let tag = event.authenticationTag(keyID: id, key: try authenticationKey(id, dataKey: key), encoded: nil)
         event.authenticator = Event.Authenticator(keyID: id, tag: tag)
     }
 
@@ -33,14 +33,16 @@ extension Keyring: EventVerifier {
 
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
     /// unwrapped, else why not. Uses only keys already unwrapped (see ``prepareImport(_:)``).
-    func verify(_ event: Event) -> String? {
+    func verify(_ event: Event) -> String? { verify(event, encoded: nil) }
+
+    func verify(_ event: Event, encoded: [UInt8]?) -> String? {
         guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
         guard let dataKey = state.withLock({ $0.dataKeys[authenticator.keyID] }),
             let key = try? authenticationKey(authenticator.keyID, dataKey: dataKey)
         else {
             return "authenticated with key \(authenticator.keyID), which this replica's key source does not open"
         }
-        let expected = GenericHash.hash(event.authenticatedBytes(keyID: authenticator.keyID), key: key, length: 32)
+        let expected = event.authenticationTag(keyID: authenticator.keyID, key: key, encoded: encoded)
         guard Sodium.constantTimeEqual(expected, authenticator.tag) else {
             return "the authenticator does not verify: altered, or made without the group's key"
         }

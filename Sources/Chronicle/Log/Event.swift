@@ -1,3 +1,5 @@
+import ChronicleSodium
+
 /// One change to one key: the unit of the log and of replication.
 ///
 /// Its identity is the dot `(origin, counter)`, where `origin` is the *writer*: a
@@ -87,6 +89,17 @@ struct Event: Sendable, Equatable {
         var writer = authenticatedPrefix(keyID: authenticator?.keyID)
         if let authenticator { writer.raw(authenticator.tag) }
         return writer.bytes
+    }
+
+    /// The tag an authenticator carries for this event under `key` (the authentication subkey of
+    /// data key `keyID`). `encoded`, when given, is this event's encoding as received.
+    func authenticationTag(keyID: KeyID, key: SecureBytes, encoded: [UInt8]?) -> [UInt8] {
+        if let encoded, encoded.count > Authenticator.tagLength, encoded.first == Self.formatVersion {
+            return encoded.withUnsafeBytes { bytes in
+                GenericHash.hash(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - Authenticator.tagLength)]), key: key, length: 32)
+            }
+        }
+        return GenericHash.hash(authenticatedBytes(keyID: keyID), key: key, length: 32)
     }
 
     /// Every byte an authenticator covers: the encoding up to and including the key id

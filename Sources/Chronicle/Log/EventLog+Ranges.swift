@@ -127,12 +127,15 @@ extension EventLog {
                 receipt.quarantined += 1
             }
             var candidates = range.events
+            var encodings: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
             if let verifier, receipt.keys > 0 {
                 // Events set aside because their key had not arrived get another look now that it has.
-                candidates += try releaseQuarantined(verifiedBy: verifier, txn)
+                let released = try releaseQuarantined(verifiedBy: verifier, txn)
+                candidates += released
+                encodings += Array(repeating: nil, count: released.count)
             }
-            for event in candidates {
-                if let (screening, detail) = try screen(event, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
+            for (event, encoded) in zip(candidates, encodings) {
+                if let (screening, detail) = try screen(event, encoded: encoded, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
                     switch screening {
                     case .duplicate:
                         receipt.duplicates += 1
@@ -153,7 +156,7 @@ extension EventLog {
                 }
                 let deferred = event.hlc.milliseconds > UnixMilliseconds.adding(driftMilliseconds, to: now)
                 if !deferred { head.hlc = max(head.hlc, event.hlc) }
-                let (sequence, won) = try append(event, txn, &head, indexView: !deferred)
+                let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded)
                 if deferred {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                     receipt.deferred += 1
@@ -192,7 +195,7 @@ extension EventLog {
 
     /// Checks one received event against this log; `nil` when it is new and may be applied.
     private func screen(
-        _ event: Event, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
+        _ event: Event, encoded: [UInt8]?, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
     ) throws -> (Screening, String)? {
         guard event.counter <= Event.maxCounter else {
             return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
@@ -208,13 +211,13 @@ extension EventLog {
             guard let verifier else { return (.relayOnly, detail) }
             // A member holds only authenticated events: the newcomer is a forgery, or the group's
             // key was used to write two events under one identity.
-            if let problem = verifier.verify(event) { return (.reject(.unauthenticated), problem) }
+            if let problem = verifier.verify(event, encoded: encoded) { return (.reject(.unauthenticated), problem) }
             return (.reject(.conflictingIdentity), detail)
         }
         if event.origin == writer {
             return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
         }
-        if let verifier, let problem = verifier.verify(event) {
+        if let verifier, let problem = verifier.verify(event, encoded: encoded) {
             return (.reject(.unauthenticated), problem)
         }
         if !event.sealed && (event.domain == .secrets || requireSealedDefaults) {

@@ -211,12 +211,13 @@ final class EventLog: Sendable {
     /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
     /// - Returns: the event's sequence, and whether it became its key's current view entry.
     @discardableResult
+    /// - Parameter encoded: the event's encoding in the current format, when the caller has it.
     func append(
-        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true
+        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
         head.sequence += 1
         let sequence = head.sequence
-        let body = event.encoded()
+        let body = encoded ?? event.encoded()
         let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: try chainKeys.key(head.chainKeyID))
         try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded(), flags: .append)
         head.chain = hash

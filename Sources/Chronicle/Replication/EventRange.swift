@@ -41,7 +41,12 @@ struct EventRange: Sendable {
     /// The chain hash of the source's record at `upTo`: what a checkpoint at `upTo` remembers.
     var upToChain: [UInt8]
     var keys: [WrappedKey]
-    var events: [Event]
+    var events: [Event] {
+        didSet { receivedBytes = [] }  // changed events are no longer what arrived
+    }
+    /// The bytes each of `events` arrived as, when decoded from a range in the current event
+    /// format (so an import neither re-encodes nor re-hashes what it received); empty otherwise.
+    var receivedBytes: [[UInt8]] = []
     var opaque: [OpaqueEvent]
 
     /// `true` when the source had nothing after this range when it was cut.
@@ -119,6 +124,7 @@ struct EventRange: Sendable {
                     case let .success(.event(event)):
                         guard event.key.utf8.count <= Keys.maxNameLength else { throw DecodeFailure(description: "item \(index): key name too long") }
                         events.append(event)
+                        receivedBytes.append(item)
                     case let .success(.opaque(item)):
                         opaque.append(item)
                     case let .failure(error):
@@ -129,6 +135,8 @@ struct EventRange: Sendable {
                 }
             }
             try reader.expectEnd()
+            // Older-format items are re-encoded on import; keep raw bytes only when every one is current.
+            if receivedBytes.contains(where: { $0.first != Event.formatVersion }) { receivedBytes = [] }
         } catch {
             throw .malformedInput("range: \(error)")
         }
