@@ -26,7 +26,7 @@ func rechainWithoutKey(_ store: Store, alsoDeleting extra: [[UInt8]] = [], edit:
             try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded())
             head.chain = hash
         }
-        for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC] + extra { try? txn.delete(eventLog.dbs.meta, key: entry) }
+        for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC] + extra { _ = try? txn.delete(eventLog.dbs.meta, key: entry) }
         head.chainKeyID = nil
         try head.write(txn, eventLog.dbs, chainKey: nil)
     }

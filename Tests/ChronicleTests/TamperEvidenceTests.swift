@@ -52,4 +52,20 @@ struct TamperEvidenceTests {
             #expect(report.firstProblem.map { "\($0)" }?.contains("head.mac") == true)
         }
     }
+
+    /// A store written by format 1 that got its key after its first events (every
+    /// `Store.standard` with a secret) has an unkeyed chain: this version keys it from its
+    /// first opening on, and the store verifies.
+    @Test func aFormat1StoreKeyedAfterItsFirstEventsIsUpgradedAndVerifies() throws {
+        try withTemporaryStore { store, directory in
+            store[.theme] = .dark
+            try store.set("s3cr3t", for: .apiToken)
+            try rechainWithoutKey(store)  // what format 1 left on disk: an unkeyed chain, a data key
+            try store.rebuildViews()
+            let reopened = try Store(directory: directory)
+            #expect(try reopened.eventLog.head().chainKeyID != nil)
+            #expect(try reopened.verify().isSound)
+            #expect(try reopened.value(for: .apiToken) == "s3cr3t")
+        }
+    }
 }

@@ -93,7 +93,12 @@ final class Keyring: EventSealer {
             (try eventLog.activeKeyID(txn), try eventLog.chainKeyID(txn))
         }
         if let active {
-            _ = try dataKey(active)
+            let key = try dataKey(active)
+            if chainKeyID == nil {
+                // A store keyed by format 1 after its first events (every `Store.standard` with a
+                // secret) never got a keyed chain: key it from here on.
+                _ = try eventLog.writeKeyRecords { txn, head in try eventLog.keyChain(with: active, dataKey: key, txn, &head) }
+            }
         } else if create {
             if case let .passphrase(passphrase, limits) = sourceValue {
                 // Argon2id runs here, never inside the write transaction that creates the key.
@@ -103,8 +108,9 @@ final class Keyring: EventSealer {
             }
             try eventLog.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
         }
-        if let chainKeyID, let key = try? dataKey(chainKeyID) {
-            eventLog.chainKeys.install(id: chainKeyID, from: key)
+        let chain = try eventLog.readKeyRecords { txn in try eventLog.chainKeyID(txn) }
+        if let chain, let key = try? dataKey(chain) {
+            eventLog.chainKeys.install(id: chain, from: key)
         }
     }
 

@@ -162,16 +162,20 @@ extension EventLog {
                 return true
             }
             do {
-                var ownKeyedEvents: [UInt64] = []
+                var ownAuthenticated: [UInt64] = []
+                var ownSealed: [UInt64] = []
                 let replay = try replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if let verifier {
                         if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
                         }
-                        let sealedHere = event.sealed && (try? Envelope(decoding: event.payload)).map { verifier.holdsKey($0.keyID) } == true
-                        let authenticatedHere = event.authenticator.map { verifier.holdsKey($0.keyID) } == true
-                        if event.replica == replica, sealedHere || authenticatedHere { ownKeyedEvents.append(sequence) }
+                        if event.replica == replica {
+                            if event.authenticator.map({ verifier.holdsKey($0.keyID) }) == true { ownAuthenticated.append(sequence) }
+                            if event.sealed, (try? Envelope(decoding: event.payload)).map({ verifier.holdsKey($0.keyID) }) == true {
+                                ownSealed.append(sequence)
+                            }
+                        }
                     }
                     if waiting.contains(sequence) { return }  // held back by the drift guard
                     let entry = ViewEntry(event: event, sequence: sequence)
@@ -179,7 +183,10 @@ extension EventLog {
                     winners[event.domain, default: [:]][event.key] = entry
                 }
                 report.records = replay.records
-                if let first = ownKeyedEvents.first, first < replay.keyedFrom ?? .max {
+                // A member's chain is keyed before its first authenticated event; a store that seals
+                // has its chain keyed when it opens (stores of format 1 included, from then on).
+                let keyedFrom = replay.keyedFrom ?? .max
+                if let first = ownAuthenticated.first(where: { $0 < keyedFrom }) ?? (replay.keyedFrom == nil ? ownSealed.first : nil) {
                     throw ChronicleError.corruptRecord(
                         sequence: first,
                         reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
