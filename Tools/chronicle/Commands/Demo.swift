@@ -38,6 +38,7 @@ extension ChronicleCommand {
             // 1. Settings and a secret, in one transaction.
             let launches = store[.demoLaunches] + 1
             let token = "token-\(UUID().uuidString.prefix(8))"
+            let before = try store.statistics().head  // the log as it was before this run's batch
             try store.write { batch in
                 batch[.demoLaunches] = launches
                 batch[.demoTheme] = launches.isMultiple(of: 2) ? .light : .dark
@@ -61,8 +62,6 @@ extension ChronicleCommand {
             print("sync      sent \(report.sent), received \(report.received); laptop sees theme \(laptop[.demoTheme]), window \(laptop[.demoWindow] != nil ? "yes" : "no"), launches \(laptop[.demoLaunches]) (never synced)")
 
             // 4. A point-in-time copy: the log as it was before this run's batch.
-            let head = try store.statistics().head
-            let before = head > 4 ? head - 5 : 0
             let past = try store.copy(to: scratch.appendingPathComponent("past"), through: .sequence(before))
             print("replay    copy through sequence \(before): launches \(past[.demoLaunches]) then, \(store[.demoLaunches]) now")
 
