@@ -45,15 +45,17 @@ if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.co
 // `--profile-import member|plain N`: only N events pulled store → store (for callgrind).
 if let index = arguments.firstIndex(of: "--profile-import"), arguments.indices.contains(index + 2), let events = Int(arguments[index + 2]) {
     let profileScratch = Scratch()
-    var configuration = Store.Configuration()
-    if arguments[index + 1] == "member" {
+    // "member": both stores members; "source": only the source (the target verifies nothing).
+    var member = Store.Configuration()
+    let mode = arguments[index + 1]
+    if mode == "member" || mode == "source" {
         let keyFile = profileScratch.directory("key").appendingPathComponent("group.key")
         try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: keyFile)
-        configuration = Store.Configuration(keySource: .keyFile(keyFile))
+        member = Store.Configuration(keySource: .keyFile(keyFile))
     }
-    let source = try Store(directory: profileScratch.directory("source"), configuration: configuration)
+    let source = try Store(directory: profileScratch.directory("source"), configuration: member)
     try source.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0)] = i } }
-    let target = try Store(directory: profileScratch.directory("target"), configuration: configuration)
+    let target = try Store(directory: profileScratch.directory("target"), configuration: mode == "source" ? .init() : member)
     var batches = Replicator.Configuration()
     batches.batchEvents = 4096
     let pulled = try await measureAsync("import", operations: events) {

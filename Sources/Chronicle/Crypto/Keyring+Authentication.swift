@@ -37,9 +37,9 @@ extension Keyring: EventVerifier {
 
     func verify(_ event: Event, encoded: [UInt8]?) -> String? {
         guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
-        guard let dataKey = state.withLock({ $0.dataKeys[authenticator.keyID] }),
-            let key = try? authenticationKey(authenticator.keyID, dataKey: dataKey)
-        else {
+        // One lock on the warm path: the subkey is derived once per data key.
+        let (subkey, dataKey) = state.withLock { ($0.authenticationKeys[authenticator.keyID], $0.dataKeys[authenticator.keyID]) }
+        guard let key = subkey ?? dataKey.flatMap({ try? authenticationKey(authenticator.keyID, dataKey: $0) }) else {
             return "authenticated with key \(authenticator.keyID), which this replica's key source does not open"
         }
         let expected = event.authenticationTag(keyID: authenticator.keyID, key: key, encoded: encoded)
@@ -93,7 +93,12 @@ extension Keyring {
             }
         }
         if isMember {
-            for id in Set(range.events.compactMap { $0.authenticator?.keyID }) where known.contains(id) {
+            var ids: [KeyID] = []  // a range names a handful of keys: a short list, not a set of every event's
+            for event in range.events {
+                guard let id = event.authenticator?.keyID, id != ids.last, !ids.contains(id) else { continue }
+                ids.append(id)
+            }
+            for id in ids where known.contains(id) {
                 _ = try? dataKey(id)
             }
         }

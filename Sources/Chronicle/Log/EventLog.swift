@@ -218,7 +218,7 @@ final class EventLog: Sendable {
         head.sequence += 1
         let sequence = head.sequence
         let body = encoded ?? event.encoded()
-        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: try chainKeys.key(head.chainKeyID))
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: sequence, kind: .event, body: body, key: try head.chainKey(chainKeys))
         try txn.put(dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: .event, body: body, hash: hash).encoded(), flags: .append)
         head.chain = hash
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {

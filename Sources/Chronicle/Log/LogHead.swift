@@ -3,7 +3,7 @@ import ChronicleSodium
 
 /// The tip of the local log, read from `meta` inside every write transaction
 /// (two processes may share the store, so it is never cached across transactions).
-struct LogHead: Sendable, Equatable {
+struct LogHead: Sendable {
     /// The last local sequence number.
     var sequence: UInt64
     /// The last counter used by this replica's own events.
@@ -13,7 +13,19 @@ struct LogHead: Sendable, Equatable {
     /// The chain hash of the last record.
     var chain: [UInt8]
     /// The data key whose subkey keys the chain, or `nil` for an unkeyed chain.
-    var chainKeyID: KeyID?
+    var chainKeyID: KeyID? {
+        didSet { resolvedChainKey = nil }
+    }
+    /// The chain key, looked up once per transaction rather than once per record.
+    private var resolvedChainKey: SecureBytes?
+
+    /// The key of this head's chain (`nil`: unkeyed), from `keys`.
+    mutating func chainKey(_ keys: ChainKeys) throws -> SecureBytes? {
+        guard chainKeyID != nil else { return nil }
+        if let resolvedChainKey { return resolvedChainKey }
+        resolvedChainKey = try keys.key(chainKeyID)
+        return resolvedChainKey
+    }
 
     static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: [UInt8](repeating: 0, count: LogRecord.hashLength), chainKeyID: nil)
 
