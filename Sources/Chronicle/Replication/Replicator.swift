@@ -184,8 +184,9 @@ public actor Replicator: Service {
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }
-        if pushedAny {
+        if pushedAny, filter == .syncable {
             // Remember where the remote's log stood after our push, to notice if it ever goes back.
+            // (Only for `sync()`: automatic pushes never move its checkpoint, so it re-sends anyway.)
             let after = try await peer.transport.info()
             let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: after.head, filter: filter, excludingOrigin: nil, maxEvents: 1)))
             if probe.after == after.head, after.epoch == remote.epoch {
