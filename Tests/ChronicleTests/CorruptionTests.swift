@@ -91,3 +91,34 @@ struct CorruptionTests {
         }
     }
 }
+
+/// A corruption error says what is corrupt: a view entry of a named key, a named `meta`
+/// entry; a system error carries its errno name.
+struct ErrorModelTests {
+    @Test func corruptionErrorsNameWhatIsCorrupt() throws {
+        try withTemporaryStore { store, _ in
+            try store.set(.dark, for: .theme)
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.defaults, key: Array(Keys.theme.name.utf8), value: [0xEE, 1, 2])
+            }
+            #expect(throws: ChronicleError.corruptViewEntry(key: Keys.theme.name, reason: "view entry version 238 is not supported")) {
+                try store.value(for: .theme)
+            }
+            try store.rebuildViews()
+            #expect(try store.value(for: .theme) == .dark)
+            try eventLog.environment.write { txn in try txn.put(eventLog.dbs.meta, key: MetaKey.sequence, value: [1, 2, 3]) }
+            #expect {
+                try store.set(.light, for: .theme)
+            } throws: { error in
+                guard case ChronicleError.corruptMeta(entry: "seq", _) = error else { return false }
+                return true
+            }
+        }
+    }
+
+    @Test func systemErrorsCarryTheirErrnoName() {
+        let error = ChronicleError.wrap(LMDBError.noSpace)
+        #expect("\(error)".contains("ENOSPC"))
+    }
+}

@@ -56,11 +56,4 @@ final class ObserverHub: Sendable {
             for handler in handlers { handler(change) }
         }
     }
-
-    /// Waits until every change queued so far has been delivered (for tests and orderly shutdown).
-    func drain() async {
-        await withCheckedContinuation { continuation in
-            delivery.async { continuation.resume() }
-        }
-    }
 }

@@ -8,6 +8,9 @@ import Darwin
 
 /// Files and folders only their owner can read: every file Chronicle writes is 0600
 /// and every folder it creates 0700, whatever the process's umask.
+///
+/// This uses the C library's `open`/`link`/`fsync` directly (no C module of ours): Foundation
+/// cannot create a file 0600 from the start with `O_EXCL|O_NOFOLLOW`, nor fsync a folder.
 enum PrivateFiles {
     /// Creates `directory` and any missing parents with mode 0700.
     static func createDirectory(_ directory: URL) throws(ChronicleError) {
