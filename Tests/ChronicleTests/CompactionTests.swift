@@ -3,24 +3,132 @@ import ChronicleTesting
 import Foundation
 import Testing
 
+/// A range's events restamped as if written `daysAgo` days ago (the first event the
+/// oldest), each at a new counter from `counter`: what an old device's history looks like.
+func aged(_ range: Data, daysAgo: [Double], counterFrom counter: UInt64 = 1_000) throws -> Data {
+    var decoded = try EventRange(decoding: Array(range))
+    for index in decoded.events.indices {
+        let milliseconds = UnixMilliseconds.now() - UInt64(daysAgo[index] * 86_400_000)
+        decoded.events[index].hlc = HLC(rawValue: milliseconds << 16)
+        decoded.events[index].counter = counter + UInt64(index)
+    }
+    return Data(decoded.encoded())
+}
+
 struct CompactionTests {
-    @Test func compactionWaitsForPeersAndReclaimsSpace() async throws {
+    /// Every replica's value of `key` (the default when it has none).
+    private func values(_ stores: [Store], _ key: Key<String>) -> [String] { stores.map { $0[key] } }
+
+    @Test func compactionKeepsAnOldRemoveForAClientThatWasAway() async throws {
+        try await withStores(3) { stores in
+            let (hub, writer, away) = (stores[0], stores[1], stores[2])
+            // Sixty days ago the writer set the note; the away device got it, then went offline.
+            writer[.note] = "secret plan"
+            let set = try aged(try writer.exportRange(after: 0), daysAgo: [60])
+            _ = try hub.importRange(set)
+            _ = try away.importRange(set)
+            // Forty-five days ago the writer removed it; the hub (which never pushes) has the remove.
+            try writer.remove(.note)
+            var removal = try EventRange(decoding: Array(try writer.exportRange(after: 1)))
+            removal.events = Array(removal.events.suffix(1))
+            _ = try hub.importRange(try aged(Data(removal.encoded()), daysAgo: [45], counterFrom: 2_000))
+            #expect(hub[.note] == "")
+            let report = try hub.compact(before: Date())
+            #expect(report.dropped == 1)  // the set, which the remove outranks
+            #expect(hub[.note] == "")
+            // The away device comes back and syncs with the hub: the note is gone there too.
+            try await Replicator(store: away, peers: [.store(hub)]).sync()
+            #expect(values([hub, away], .note) == ["", ""])
+            #expect(try hub.verify().isSound)
+        }
+    }
+
+    @Test func compactionAfterALateOldSetKeepsTheRemove() async throws {
+        try await withStores(3) { stores in
+            let (replica, peer, late) = (stores[0], stores[1], stores[2])
+            replica[.note] = "v"
+            try replica.remove(.note)
+            let removal = try aged(try replica.exportRange(after: 0), daysAgo: [50, 40])
+            try await withStores(1) { fresh in
+                let old = fresh[0]
+                _ = try old.importRange(removal)
+                try await Replicator(store: old, peers: [.store(peer)]).sync()  // the peer acknowledged the remove
+                // A set older than the remove arrives late, from a device that was away.
+                late[.note] = "stale"
+                _ = try old.importRange(try aged(try late.exportRange(after: 0), daysAgo: [45], counterFrom: 3_000))
+                #expect(old[.note] == "")
+                _ = try old.compact(before: Date())
+                #expect(old[.note] == "")
+                try await Replicator(store: old, peers: [.store(peer)]).sync()
+                try await withStores(1) { newcomer in
+                    try await Replicator(store: newcomer[0], peers: [.store(old)]).sync()
+                    #expect(values([old, peer, newcomer[0]], .note) == ["", "", ""])
+                }
+            }
+        }
+    }
+
+    @Test func aDeviceOnlyWinnerDoesNotHideTheReplicatedValueFromPeers() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.note] = "shared"
+            let shared = try aged(try a.exportRange(after: 0), daysAgo: [20])
+            try await withStores(1) { more in
+                let store = more[0]
+                _ = try store.importRange(shared)
+                store[Key<String>("sync.note", default: "", sync: .never)] = "device only"  // same key, never leaves
+                _ = try store.compact(before: Date())
+                try await Replicator(store: store, peers: [.store(b)]).sync()
+                #expect(b[.note] == "shared")  // what b would have had without the compaction
+                #expect(store[.note] == "device only")
+            }
+        }
+    }
+
+    @Test func identitiesOfDroppedEventsShrinkToRangesAndStayKnown() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            for i in 0..<200 { a[.small] = "v\(i)" }
+            let everything = try a.exportRange(after: 0)
+            _ = try b.importRange(everything)
+            let before = try b.statistics().dots
+            let report = try b.compact(before: .distantFuture)
+            #expect(report.dropped == 199)
+            #expect(before == 200)
+            #expect(try b.statistics().dots <= 2)  // the kept event and one range
+            let again = try b.importRange(everything)
+            #expect(again.applied == 0 && again.duplicates == 200)
+            #expect(b[.small] == "v199")
+            // A second compaction folds the ranges again.
+            for i in 0..<50 { a[.small] = "w\(i)" }
+            _ = try b.importRange(try a.exportRange(after: 200))
+            _ = try b.compact(before: .distantFuture)
+            #expect(try b.statistics().dots <= 2)
+            #expect(try b.importRange(try a.exportRange(after: 0)).applied == 0)
+            #expect(try b.verify().isSound)
+        }
+    }
+
+    @Test func compactionCarriesPushCheckpointsOver() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let blob = Key<Data>("blob", default: Data())
             for i in 0..<20 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }
             try await Replicator(store: a, peers: [.store(b)]).sync()
-            for i in 20..<30 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }  // not yet acknowledged by b
+            for i in 20..<30 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }  // not yet pushed to b
             let epoch = try a.statistics().epoch
             let report = try a.compact(before: Date.distantFuture)
-            #expect(report.dropped == 20)  // only what b acknowledged
+            #expect(report.dropped == 29 && report.checkpointsCarried == 1)
             #expect(try a.statistics().epoch != epoch)
             #expect(a[blob] == Data(repeating: 29, count: 64 * 1024))
-            try await Replicator(store: a, peers: [.store(b)]).sync()  // a new epoch: restarts safely
+            let sync = try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(sync.sent == 1)  // only the winner kept after b's checkpoint, not the whole log again
             #expect(b[blob] == Data(repeating: 29, count: 64 * 1024))
-            #expect(try b.logEntries().count == 30)
             #expect(try a.verify().isSound)
         }
+    }
+
+    @Test func reclaimingSpaceShrinksTheFileAndKeepsTheStore() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let replica: ReplicaID

@@ -62,7 +62,7 @@ case "rebuild", "compact", "import":
             ack("ack \(n)")
             switch mode {
             case "rebuild": try store.rebuildViews()
-            case "compact": _ = try store.compact(before: Date(), tombstoneRetention: .seconds(0))
+            case "compact": _ = try store.compact(before: Date())
             default: if let range { _ = try store.importRange(range) }
             }
         } catch {

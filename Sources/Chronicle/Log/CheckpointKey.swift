@@ -25,6 +25,11 @@ struct CheckpointKey: Sendable, Hashable {
 
     var bytes: [UInt8] { peer.bytes + epoch.bytes + [direction.rawValue, filterCode] }
 
+    /// The same checkpoint in another epoch of the log it counts (compaction carries push checkpoints over).
+    func withEpoch(_ epoch: LogEpoch) -> CheckpointKey {
+        CheckpointKey(peer: peer, epoch: epoch, direction: direction, filterCode: filterCode)
+    }
+
     init(peer: ReplicaID, epoch: LogEpoch, direction: CheckpointDirection, filter: RangeFilter) {
         self.init(peer: peer, epoch: epoch, direction: direction, filterCode: filter.code)
     }

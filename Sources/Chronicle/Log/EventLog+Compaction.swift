@@ -3,63 +3,111 @@ import ChronicleLMDB
 import ChronicleSodium
 
 extension EventLog {
-    /// Rewrites the log in one transaction, keeping every key's winning event
-    /// (tombstones until they are older than `tombstoneRetention` and every
-    /// known peer acknowledged them), every event younger than `cutoff`, every
-    /// event some known peer has not acknowledged, and events held by the drift
-    /// guard. Record 1 becomes an anchor holding the old chain head; the log
-    /// gets a new epoch. Current values do not change.
-    func compact(cutoffMilliseconds: UInt64, tombstoneRetentionMilliseconds: UInt64) throws -> CompactionReport {
+    /// A key of a view: the unit last-writer-wins decides over.
+    private struct ViewKey: Hashable {
+        var domain: Domain
+        var name: String
+    }
+
+    /// A record compaction keeps, with its place in the old log.
+    private enum KeptRecord {
+        case event(Event)
+        case opaque(OpaqueEvent)
+    }
+
+    /// Rewrites the log in one transaction, dropping only events that a kept event
+    /// of the same key dominates and that are older than `cutoff`.
+    ///
+    /// Kept, whatever their age: every key's winning event (sets and removes alike),
+    /// every key's greatest event that may leave this replica (so a device-only
+    /// winner never hides a replicated value from peers), events held by the drift
+    /// guard, and relay-only records. So no current value changes, here or on any
+    /// replica that syncs with this one later, however long it was away. Dropped
+    /// identities are kept as ranges per origin; record 1 becomes an anchor holding
+    /// the old chain head; the log gets a new epoch, and push checkpoints are carried
+    /// over to the new sequence numbers.
+    func compact(cutoffMilliseconds: UInt64) throws -> CompactionReport {
         let now = UnixMilliseconds.now()
         let report = try environment.write { txn -> CompactionReport in
             var head = try LogHead.read(txn, dbs)
             let oldEpoch = try Self.epoch(txn, dbs)
 
-            // The lowest push checkpoint of this epoch over every known peer.
-            var acknowledged: UInt64?
-            try txn.scan(dbs.peers) { key, value in
-                if let checkpoint = CheckpointKey(bytes: key), checkpoint.epoch == oldEpoch, checkpoint.direction == .push,
-                    checkpoint.filterCode == RangeFilter.syncable.code, let value = CheckpointValue(bytes: value)
-                {
-                    acknowledged = min(acknowledged ?? .max, value.sequence)
-                }
-                return true
-            }
             var waiting = Set<UInt64>()
             try txn.scan(dbs.deferred) { key, _ in
                 if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
                 return true
             }
-            var winners = Set<UInt64>()
+            var keep = waiting
             for domain in Domain.allCases {
                 try txn.scan(dbs.view(domain)) { key, value in
-                    winners.insert(try ViewEntry.decoding(value, key: String(decoding: key, as: UTF8.self)).sequence)
+                    keep.insert(try ViewEntry.decoding(value, key: String(decoding: key, as: UTF8.self)).sequence)
                     return true
                 }
             }
+            // The greatest event of each key that replicates: it must outlive a newer `.never` winner.
+            var replicated: [ViewKey: (order: ConflictOrder, sequence: UInt64)] = [:]
+            _ = try replayLog(txn) { sequence, event in
+                guard event.policy != .never, !waiting.contains(sequence) else { return }
+                let key = ViewKey(domain: event.domain, name: event.key)
+                if let best = replicated[key], best.order > event.order { return }
+                replicated[key] = (event.order, sequence)
+            }
+            for best in replicated.values { keep.insert(best.sequence) }
 
-            var kept: [Event] = []
-            var droppedDots: [[UInt8]] = []
+            var kept: [(sequence: UInt64, record: KeptRecord)] = []
+            var dropped: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+            var droppedCount = 0
             var records = 0
-            var opaque: [OpaqueEvent] = []
-            try replayLog(txn, opaque: { _, item in opaque.append(item) }) { sequence, event in
+            _ = try replayLog(txn, opaque: { sequence, item in kept.append((sequence, .opaque(item))) }) { sequence, event in
                 records += 1
-                let unacknowledged = event.policy != .never && sequence > (acknowledged ?? .max)
-                let young = event.hlc.milliseconds >= cutoffMilliseconds
-                var keep = young || unacknowledged || waiting.contains(sequence)
-                if winners.contains(sequence) {
-                    let expiredTombstone = event.op == .remove && UnixMilliseconds.adding(tombstoneRetentionMilliseconds, to: event.hlc.milliseconds) < now
-                    keep = keep || !expiredTombstone
+                if keep.contains(sequence) || event.hlc.milliseconds >= cutoffMilliseconds {
+                    kept.append((sequence, .event(event)))
+                } else {
+                    dropped[event.origin, default: []].append(event.counter...event.counter)
+                    droppedCount += 1
                 }
-                if keep { kept.append(event) } else { droppedDots.append(event.dot) }
             }
-            guard !droppedDots.isEmpty else {
-                return CompactionReport(recordsBefore: records, dropped: 0, kept: kept.count, acknowledgedThrough: acknowledged)
+            let keptEvents = kept.count { if case .event = $0.record { true } else { false } }
+            guard droppedCount > 0 else {
+                return CompactionReport(recordsBefore: records, dropped: 0, kept: keptEvents, checkpointsCarried: 0)
             }
 
-            // Rewrite: anchor, then the kept events in their order, re-chained.
-            for database in [dbs.events, dbs.history, dbs.deferred, dbs.defaults, dbs.secrets] { try txn.clear(database) }
-            let anchor = Anchor(previousEpoch: oldEpoch, previousHead: head.sequence, previousChain: head.chain, dropped: UInt64(droppedDots.count), time: now)
+            // Push checkpoints (this log's sequences), checked against the old chain before it goes.
+            var pushes: [(key: CheckpointKey, value: CheckpointValue)] = []
+            try txn.scan(dbs.peers) { key, value in
+                if let checkpoint = CheckpointKey(bytes: key), checkpoint.direction == .push { pushes.append((checkpoint, CheckpointValue(bytes: value) ?? .zero)) }
+                return true
+            }
+            var carried: [(key: CheckpointKey, value: CheckpointValue)] = []
+            for push in pushes {
+                try txn.delete(dbs.peers, key: push.key.bytes)
+                guard push.key.epoch == oldEpoch, push.value.sequence > 0, push.value.sequence <= head.sequence else { continue }
+                if let chain = push.value.chain, try chainHash(at: push.value.sequence, txn) != chain { continue }  // stale already
+                carried.append(push)
+            }
+
+            // Identities: compacted before (ranges, or zero rows from format 1), dropped now, and still present.
+            try txn.scan(dbs.dots) { key, value in
+                if let stored = CompactedIdentities.parse(key: key, value: value) {
+                    dropped[stored.origin, default: []].append(stored.range)
+                } else if key.count == 24, value == UInt64(0).bigEndianBytes, let origin = ReplicaID(bytes: Array(key.prefix(16))),
+                    let counter = UInt64(bigEndianBytes: Array(key.suffix(8)))
+                {
+                    dropped[origin, default: []].append(counter...counter)
+                }
+                return true
+            }
+            var present: [ReplicaID: [UInt64]] = [:]
+            for item in kept { if case let .event(event) = item.record, dropped[event.origin] != nil { present[event.origin, default: []].append(event.counter) } }
+
+            // Rewrite: anchor, then the kept records in their order, re-chained.
+            for database in [dbs.events, dbs.history, dbs.deferred, dbs.defaults, dbs.secrets, dbs.dots] { try txn.clear(database) }
+            for (origin, ranges) in dropped {
+                for range in CompactedIdentities.merge(compacted: ranges, present: present[origin] ?? []) {
+                    try txn.put(dbs.dots, key: CompactedIdentities.key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)
+                }
+            }
+            let anchor = Anchor(previousEpoch: oldEpoch, previousHead: head.sequence, previousChain: head.chain, dropped: UInt64(droppedCount), time: now)
             // The anchor starts a new, unkeyed chain; a keyed log keys it again right after.
             let anchorHash = LogRecord.chainHash(previous: LogHead.empty.chain, sequence: 1, kind: .anchor, body: anchor.encoded(), key: nil)
             try txn.put(dbs.events, key: UInt64(1).bigEndianBytes, value: LogRecord(kind: .anchor, body: anchor.encoded(), hash: anchorHash).encoded(), flags: .append)
@@ -69,22 +117,39 @@ extension EventLog {
                 try appendChainKeyRecord(id, txn, &head)
                 try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
             }
-            for dot in droppedDots { try txn.put(dbs.dots, key: dot, value: UInt64(0).bigEndianBytes) }  // 0: compacted away
+            // Where each kept record went: (old sequence, new sequence, new chain hash), in order.
+            var moved: [(old: UInt64, new: UInt64, chain: [UInt8])] = [(0, head.sequence, head.chain)]
+            moved.reserveCapacity(kept.count + 1)
             let limit = UnixMilliseconds.adding(driftMilliseconds, to: now)
-            for item in opaque {  // relay-only records: never judged, always kept
-                try txn.delete(dbs.dots, key: Self.opaqueKey(item.bytes))
-                try appendOpaque(item, txn, &head)
-            }
-            for event in kept {
-                try txn.delete(dbs.dots, key: event.dot)
-                let (sequence, _) = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
-                if event.hlc.milliseconds > limit {
-                    try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+            for item in kept {
+                switch item.record {
+                case let .opaque(opaque):  // relay-only records: never judged, always kept
+                    try appendOpaque(opaque, txn, &head)
+                case let .event(event):
+                    let (sequence, _) = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
+                    if event.hlc.milliseconds > limit {
+                        try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+                    }
                 }
+                moved.append((item.sequence, head.sequence, head.chain))
             }
-            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)  // before the head, whose MAC covers it
+            let epoch = LogEpoch.random()
+            for push in carried {
+                // The last kept record at or before the checkpoint: everything after it is still to send.
+                var low = 0
+                var high = moved.count - 1
+                while low < high {
+                    let middle = (low + high + 1) / 2
+                    if moved[middle].old <= push.value.sequence { low = middle } else { high = middle - 1 }
+                }
+                var value = push.value
+                value.sequence = moved[low].new
+                value.chain = moved[low].chain
+                try txn.put(dbs.peers, key: push.key.withEpoch(epoch).bytes, value: value.encoded())
+            }
+            try txn.put(dbs.meta, key: MetaKey.epoch, value: epoch.bytes)  // before the head, whose MAC covers it
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
-            return CompactionReport(recordsBefore: records, dropped: droppedDots.count, kept: kept.count, acknowledgedThrough: acknowledged)
+            return CompactionReport(recordsBefore: records, dropped: droppedCount, kept: keptEvents, checkpointsCarried: carried.count)
         }
         if report.dropped > 0 { observers.publishReset() }
         return report

@@ -214,6 +214,9 @@ extension EventLog {
             if let problem = verifier.verify(event, encoded: encoded) { return (.reject(.unauthenticated), problem) }
             return (.reject(.conflictingIdentity), detail)
         }
+        if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs) {
+            return (.duplicate, "")  // compacted away here: known, content no longer comparable
+        }
         if event.origin == writer {
             return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
         }

@@ -192,7 +192,9 @@ final class EventLog: Sendable {
             counter += 1
             // Only this opening writes as `writer`, but another process may have imported a
             // carrier's event under one of its identities: skip it rather than refuse to write.
-            while try txn.get(dbs.dots, key: writer.bytes + counter.bigEndianBytes) != nil {
+            while try txn.get(dbs.dots, key: writer.bytes + counter.bigEndianBytes) != nil
+                || CompactedIdentities.contains(origin: writer, counter: counter, txn, dbs)
+            {
                 guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
                 counter += 1
             }

@@ -1,14 +1,13 @@
 import Foundation
-import ChronicleSodium
 
-/// What ``Store/compact(before:tombstoneRetention:)`` did.
+/// What ``Store/compact(before:)`` did.
 public struct CompactionReport: Sendable, Equatable {
-    /// Log records before compaction.
+    /// Events in the log before compaction.
     public var recordsBefore: Int
-    /// Events dropped (their dots are kept, so they are never imported again).
+    /// Events dropped (their identities are kept, so they are never imported again).
     public var dropped: Int
     /// Events kept.
     public var kept: Int
-    /// The highest sequence every known peer had acknowledged (events after it were kept).
-    public var acknowledgedThrough: UInt64?
+    /// Push checkpoints carried over to the new sequence numbers (peers resume where they were).
+    public var checkpointsCarried: Int
 }

@@ -57,20 +57,20 @@ extension Store {
 
     /// Drops history the store no longer needs, in one transaction, on a live store.
     ///
-    /// Keeps each key's winning event (tombstones until they are older than
-    /// `tombstoneRetention` and every known peer has acknowledged them), every
-    /// event at or after `cutoff`, and every event some known peer has not
-    /// acknowledged. Dropped events' identities are kept, so replication never
-    /// brings them back; the log gets a new epoch and an anchor record, so
-    /// `verify` still holds. Current values do not change. Free pages are
-    /// reused by later writes; ``reclaimSpace(directory:)`` shrinks the file.
-    public func compact(before cutoff: Date, tombstoneRetention: Duration = .seconds(30 * 86_400)) throws(ChronicleError) -> CompactionReport {
+    /// Drops only events older than `cutoff` that a kept event of the same key
+    /// dominates. Keeps every key's winning event, sets and removes alike (so a
+    /// device that was away for a year still learns that a key was removed), the
+    /// greatest event of each key that replicates, and events held back by the
+    /// drift guard: no current value changes, here or on any replica that syncs
+    /// with this one later. Dropped identities are kept as ranges per writer, so
+    /// replication never brings them back; the log gets a new epoch and an anchor
+    /// record, so `verify` still holds; checkpoints of peers this store pushes to
+    /// are carried over to the new sequence numbers (peers that pull from it start
+    /// over, which is safe, only slower). Free pages are reused by later writes;
+    /// ``reclaimSpace(directory:)`` shrinks the file.
+    public func compact(before cutoff: Date = .distantFuture) throws(ChronicleError) -> CompactionReport {
         let eventLog = try eventLog
-        return try mappingErrors {
-            try eventLog.compact(
-                cutoffMilliseconds: UnixMilliseconds.of(cutoff),
-                tombstoneRetentionMilliseconds: UnixMilliseconds.of(tombstoneRetention))
-        }
+        return try mappingErrors { try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff)) }
     }
 
     /// Shrinks a store's data file to the pages in use: a compacting copy

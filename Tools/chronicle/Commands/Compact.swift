@@ -7,9 +7,10 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Drop history the store no longer keeps; current values never change.",
             discussion: """
-                Keeps every key's current event, every event newer than the cut-off, tombstones younger than
-                the retention, and everything a known peer has not acknowledged. Runs in one transaction on
-                a live store. --reclaim then shrinks the file (stop every app using the store first).
+                Drops events older than the cut-off that a later event of the same key outranks. Keeps every
+                key's current event (removes too, however old: a device that was away still learns of them),
+                so no value changes here or on any device that syncs later. Runs in one transaction on a live
+                store. --reclaim then shrinks the file; it refuses while another process has the store open.
 
                 Examples:
                   chronicle compact --store ./store --older-than-days 90
@@ -19,13 +20,12 @@ extension ChronicleCommand {
         @OptionGroup var options: StoreOptions
         @Option(help: ArgumentHelp("Drop history older than this date (ISO 8601).", valueName: "DATE")) var before: String?
         @Option(help: "Drop history older than this many days (default 30).") var olderThanDays: Int?
-        @Option(help: "Keep tombstones younger than this many days.") var tombstoneRetentionDays: Int = 30
         @Flag(help: "Shrink the data file afterwards (no other process may have the store open).") var reclaim = false
 
         func validate() throws {
             if before != nil && olderThanDays != nil { throw ValidationError("give --before or --older-than-days, not both") }
             if let before, parseDate(before) == nil { throw ValidationError("--before takes an ISO 8601 date") }
-            if tombstoneRetentionDays < 0 || (olderThanDays ?? 0) < 0 { throw ValidationError("days cannot be negative") }
+            if (olderThanDays ?? 0) < 0 { throw ValidationError("days cannot be negative") }
         }
 
         func run() throws {
@@ -33,9 +33,9 @@ extension ChronicleCommand {
             let directory = options.directory
             do {
                 let store = try options.open()
-                let report = try store.compact(before: cutoff, tombstoneRetention: .seconds(tombstoneRetentionDays * 86_400))
+                let report = try store.compact(before: cutoff)
                 print("records: \(report.recordsBefore) → \(report.kept + (report.dropped > 0 ? 1 : 0)); dropped \(report.dropped) events")
-                if let acknowledged = report.acknowledgedThrough { print("kept everything after sequence \(acknowledged) (not yet acknowledged by every peer)") }
+                if report.checkpointsCarried > 0 { print("carried \(report.checkpointsCarried) push checkpoints over to the new sequence numbers") }
             }
             if reclaim {
                 let sizes = try Store.reclaimSpace(directory: directory)
