@@ -263,8 +263,26 @@ public final class Environment: @unchecked Sendable {
     /// Shrinks the environment in the directory at `path` to its pages in use:
     /// a compacting copy into a scratch directory, then an atomic `rename` over `data.mdb`.
     ///
-    /// No process may have the environment open.
+    /// Refuses (`EBUSY`) while another process has the environment open, and holds
+    /// other openers off until it is done: every process with the environment open
+    /// holds LMDB's shared `fcntl` lock on byte 0 of `lock.mdb`, so an exclusive lock
+    /// there means nobody else has it open, and while it is held `mdb_env_open`
+    /// elsewhere waits. This process must not have it open either (the caller checks;
+    /// closing any descriptor of `lock.mdb` would drop this process's LMDB lock).
     public static func compactFile(at path: String) throws {
+        let lockFile = open(path + "/lock.mdb", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockFile >= 0 else { throw LMDBError(code: errno, detail: "cannot open \(path)/lock.mdb") }
+        defer { close(lockFile) }
+        let busy = LMDBError(code: EBUSY, detail: "another process has the store open; stop it (the app, `chronicle serve`, …) and try again")
+        func holdExclusively() -> Bool {
+            var request = flock()
+            request.l_type = Int16(F_WRLCK)
+            request.l_whence = Int16(SEEK_SET)
+            request.l_start = 0
+            request.l_len = 1
+            return fcntl(lockFile, F_SETLK, &request) == 0
+        }
+        guard holdExclusively() else { throw busy }
         let scratch = path + "/.compact-\(UInt64.random(in: 0...UInt64.max))"
         guard mkdir(scratch, 0o700) == 0 else { throw LMDBError(code: errno) }
         defer {
@@ -272,11 +290,23 @@ public final class Environment: @unchecked Sendable {
             unlink(scratch + "/lock.mdb")
             rmdir(scratch)
         }
-        do {
-            let environment = try Environment(path: path)
-            try environment.copy(to: scratch, compact: true)
-        }
+        let environment = try Environment(path: path)
+        // Opening took LMDB's shared lock for this process in place of ours: take it back
+        // before copying, so that no other process starts writing to the file being replaced.
+        guard holdExclusively() else { throw busy }
+        try environment.copy(to: scratch, compact: true)
+        let copy = open(scratch + "/data.mdb", O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard copy >= 0 else { throw LMDBError(code: errno) }
+        defer { close(copy) }
+        // mdb_env_copy2 creates the file 0666 & ~umask; a store's files are 0600.
+        guard fchmod(copy, 0o600) == 0, fsync(copy) == 0 else { throw LMDBError(code: errno) }
         guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
+        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+        withExtendedLifetime(environment) {}
     }
 
     /// The size in bytes of the environment's data that is in use (last page × page size).

@@ -1,6 +1,8 @@
 @testable import Chronicle
 import ChronicleTesting
 import Foundation
+import Subprocess
+import SystemPackage
 import Testing
 
 /// A range's events restamped as if written `daysAgo` days ago (the first event the
@@ -141,9 +143,35 @@ struct CompactionTests {
         }
         let sizes = try Store.reclaimSpace(directory: directory)
         #expect(sizes.after < sizes.before / 4)
+        let mode = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("data.mdb").path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)  // mdb_env_copy2 alone leaves 0644
         let reopened = try Store(directory: directory)
         #expect(try reopened.replicaID == replica)  // reclaiming is not copying
         #expect(reopened[Key<Data>("blob", default: Data())] == Data(repeating: 39, count: 128 * 1024))
         #expect(try reopened.verify().isSound)
+    }
+
+    /// Reclaiming while another process writes would send that process's later writes to
+    /// the unlinked old file: it must refuse, and leave every write in place.
+    @Test func reclaimRefusesWhileAnotherProcessHasTheStoreOpen() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try Store(directory: directory)  // created, then closed in this process
+        let refusal = try await Subprocess.run(
+            .path(FilePath(try stressExecutable().path)), arguments: Arguments(["writes", directory.path]),
+            input: .none, output: .sequence, error: .discarded
+        ) { execution -> ChronicleError? in
+            var refusal: ChronicleError?
+            for try await _ in execution.standardOutput.strings() {
+                do throws(ChronicleError) { _ = try Store.reclaimSpace(directory: directory) } catch { refusal = error }
+                try execution.send(signal: .kill)
+                break
+            }
+            return refusal
+        }.closureResult
+        let error = try #require(refusal)
+        #expect(error.description.contains("another process has the store open"))
+        let store = try Store(directory: directory)
+        #expect(try store.verify().isSound)
     }
 }
