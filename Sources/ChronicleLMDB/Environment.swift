@@ -177,6 +177,11 @@ public final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Whether the calling thread is inside a transaction (or another call holding the
+    /// environment's lock) of this environment: starting another would be a nested
+    /// transaction, which debug builds stop at.
+    public var isLockHeldByCurrentThread: Bool { lock.isHeldByCurrentThread }
+
     private func takeReader() throws -> OpaquePointer {
         if let reader = idleReaders.withLock({ $0.popLast() })?.handle {
             let rc = mdb_txn_renew(reader)
@@ -222,18 +227,21 @@ public final class Environment: @unchecked Sendable {
     }
 
     private func growMap() throws {
-        try lock.withExclusive {
+        let done: Void? = try lock.withExclusive {
             let current = info().me_mapsize
             let next = current < (1 << 30) ? current * 2 : current + (1 << 30)
             try check(mdb_env_set_mapsize(env, next))
         }
+        guard done != nil else { throw Self.nestedTransaction }
     }
 
     private func adoptMapSize() throws {
-        try lock.withExclusive {
-            try check(mdb_env_set_mapsize(env, 0))
-        }
+        let done: Void? = try lock.withExclusive { try check(mdb_env_set_mapsize(env, 0)) }
+        guard done != nil else { throw Self.nestedTransaction }
     }
+
+    /// A map change asked for inside one of this thread's transactions (it would deadlock).
+    private static let nestedTransaction = LMDBError(code: EDEADLK, detail: "a transaction was started inside another on one thread")
 
     // MARK: - Maintenance
 

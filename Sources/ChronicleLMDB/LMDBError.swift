@@ -37,7 +37,7 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
     private static let errnoNames: [Int32: String] = [
         EPERM: "EPERM", ENOENT: "ENOENT", EIO: "EIO", EBADF: "EBADF", EAGAIN: "EAGAIN", ENOMEM: "ENOMEM",
         EACCES: "EACCES", EBUSY: "EBUSY", EEXIST: "EEXIST", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE",
-        EFBIG: "EFBIG", ENOSPC: "ENOSPC", EROFS: "EROFS", ENOLCK: "ENOLCK", EDQUOT: "EDQUOT", EINTR: "EINTR",
+        EFBIG: "EFBIG", ENOSPC: "ENOSPC", EROFS: "EROFS", ENOLCK: "ENOLCK", EDQUOT: "EDQUOT", EINTR: "EINTR", EDEADLK: "EDEADLK",
     ]
 
     public static func == (lhs: LMDBError, rhs: LMDBError) -> Bool { lhs.code == rhs.code }

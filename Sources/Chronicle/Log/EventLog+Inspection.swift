@@ -55,13 +55,16 @@ extension EventLog {
     /// Sizes and counts of every database, from one snapshot.
     func statistics() throws -> StoreStatistics {
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? NSNumber)??.intValue ?? 0
+        // Environment figures take the environment's lock themselves: read them outside the transaction.
+        let usedBytes = environment.usedBytes
+        let mapSize = environment.mapSize
         return try environment.read { txn in
             return StoreStatistics(
                 replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
-                dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), usedBytes: environment.usedBytes, fileBytes: fileBytes,
-                mapSize: environment.mapSize)
+                dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), usedBytes: usedBytes, fileBytes: fileBytes,
+                mapSize: mapSize)
         }
     }
 
