@@ -176,6 +176,34 @@ struct SecretTests {
         }
     }
 
+    /// Re-sealing used to read the live secrets in one transaction and write them in another:
+    /// a set committed in between was overwritten by the value it replaced.
+    @Test func resealNeverOverwritesAConcurrentSet() async throws {
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
+            let keys = (0..<40).map { SecretKey<String>("race.\($0)", default: "") }
+            for key in keys { try store.set("0", for: key) }
+            let rotating = Atomic<Bool>(true)
+            let writer = Task.detached { () throws -> Int in
+                var round = 0
+                while rotating.load(ordering: .relaxed) || round < 20 {
+                    round += 1
+                    for key in keys { try store.set("\(round)", for: key) }
+                }
+                return round
+            }
+            for _ in 0..<20 { try store.rotateDataKey(reseal: true) }
+            rotating.store(false, ordering: .relaxed)
+            let last = try await writer.value
+            for key in keys {
+                #expect(try store.value(for: key) == "\(last)")
+                // In log order a key's values never go back: a re-seal writes the value it read in the same transaction.
+                let rounds = try store.history(of: key).compactMap { $0.value.flatMap(Int.init) }
+                #expect(rounds == rounds.sorted(), "\(key.name) went back to an older value")
+            }
+            #expect(try store.verify().isSound)
+        }
+    }
+
     @Test func keyFileSourceAndPermissions() throws {
         let keyDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: keyDirectory) }

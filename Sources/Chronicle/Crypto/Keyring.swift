@@ -169,6 +169,9 @@ final class Keyring: EventSealer {
     }
 
     /// The data key with `id`, unwrapping it from `meta` on first use.
+    /// Whether the data key `id` is unwrapped already (using it needs no transaction and no Argon2id).
+    func hasDataKey(_ id: KeyID) -> Bool { state.withLock { $0.dataKeys[id] != nil } }
+
     func dataKey(_ id: KeyID) throws -> SecureBytes {
         if let key = state.withLock({ $0.dataKeys[id] }) { return key }
         return try eventLog.readKeyRecords { txn in try dataKey(id, txn) }

@@ -8,7 +8,7 @@ extension EventLog {
         try environment.read { txn in try viewEntries(domain, txn) }
     }
 
-    private func viewEntries(_ domain: Domain, _ txn: borrowing Transaction) throws -> [(name: String, entry: ViewEntry)] {
+    func viewEntries(_ domain: Domain, _ txn: borrowing Transaction) throws -> [(name: String, entry: ViewEntry)] {
         var entries: [(name: String, entry: ViewEntry)] = []
         try txn.scan(dbs.view(domain)) { key, value in
             let name = String(decoding: key, as: UTF8.self)

@@ -141,6 +141,31 @@ final class EventLog: Sendable {
     /// The id of the environment's last committed transaction (any process's): one read of the meta page.
     var lastTransactionID: Int { environment.lastTransactionID }
 
+    /// Reads the current entries of `domains` and commits the changes `rewrite` makes of
+    /// them, in one write transaction: no write of another thread or process lands between
+    /// the read and the write (re-sealing live values after a key rotation).
+    /// - Returns: the number of events written.
+    @discardableResult
+    func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
+        let (committed, counter) = try environment.write { txn in
+            var head = try LogHead.read(txn, dbs)
+            var counter = writerCounter.withLock { $0 }
+            try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+            var changes: [PendingChange] = []
+            for domain in domains {
+                for (name, entry) in try viewEntries(domain, txn) {
+                    if let change = try rewrite(domain, name, entry) { changes.append(change) }
+                }
+            }
+            let out = try applyLocal(changes, txn, &head, &counter)
+            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
+            return (out, counter)
+        }
+        writerCounter.withLock { $0 = counter }
+        if !committed.isEmpty { observers.publish(committed) }
+        return committed.count
+    }
+
     private func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
         let results: [Result<[CommittedEvent], any Error>]
         do {

@@ -61,18 +61,30 @@ extension Store {
         _ = try mappingErrors { try keyring.rotate() }
         guard reseal else { return }
         let eventLog = try eventLog
-        var changes: [PendingChange] = []
-        for domain in Domain.allCases {
-            let entries = try mappingErrors { try eventLog.viewEntries(domain) }
-            for (name, entry) in entries where entry.sealed && entry.op == .set {
-                let plaintext = try mappingErrors { try keyring.open(entry, domain: domain, key: name) }
-                changes.append(
-                    PendingChange(
-                        domain: domain, key: name, policy: entry.policy, op: .set, encoding: entry.encoding, payload: plaintext,
-                        sealer: keyring))
+        let authenticator = configuration.keySource != nil ? keyring : nil
+        /// A data key that is not unwrapped yet: unwrap it outside the transaction (never run
+        /// Argon2id or a nested transaction inside one), then start over.
+        struct KeyNeeded: Error { var id: KeyID }
+        // Read and re-seal in one transaction, so a set committed meanwhile is never overwritten
+        // by the value it replaced.
+        while true {
+            do {
+                try eventLog.commitRewriting(Domain.allCases) { domain, name, entry in
+                    guard entry.sealed && entry.op == .set else { return nil }
+                    if let id = try? Envelope(decoding: entry.payload).keyID, !keyring.hasDataKey(id) { throw KeyNeeded(id: id) }
+                    let plaintext = try keyring.open(entry, domain: domain, key: name)
+                    var change = PendingChange(
+                        domain: domain, key: name, policy: entry.policy, op: .set, encoding: entry.encoding, payload: plaintext, sealer: keyring)
+                    change.authenticator = authenticator
+                    return change
+                }
+                return
+            } catch let needed as KeyNeeded {
+                _ = try mappingErrors { try keyring.dataKey(needed.id) }
+            } catch {
+                throw ChronicleError.wrap(error)
             }
         }
-        try commit(changes)
     }
 
     /// The store's wrapped data keys, for another replica of the same sync group
