@@ -212,6 +212,31 @@ struct ReplicationTests {
         }
     }
 
+    /// A held-back event used to be promoted only at the next commit and without moving the
+    /// local clock: the user's next change of the key then lost to it, and `store[key]` read
+    /// the old value right after the set returned.
+    @Test func aPromotedEventNeverBeatsTheNextLocalWrite() async throws {
+        var configuration = Store.Configuration()
+        configuration.maxClockDrift = .milliseconds(500)
+        try await withStores(2, configuration: configuration) { stores in
+            let (a, b) = (stores[0], stores[1])
+            a[.small] = "now"
+            _ = try b.importRange(try a.exportRange(after: 0))
+            var future = try EventRange(decoding: Array(try a.exportRange(after: 0)))
+            future.events[0].counter = 99
+            future.events[0].hlc = HLC(rawValue: (UnixMilliseconds.now() + 1_500) << 16)
+            future.events[0].payload = Array("future".utf8)
+            #expect(try b.importRange(Data(future.encoded())).deferred == 1)
+            #expect(b[.small] == "now")
+            // Nothing else is written: the event comes in when its time comes.
+            let heard = await collect(b.updates(of: .small)) { $0.last == "future" }
+            #expect(heard.last == "future")
+            b[.small] = "mine"
+            #expect(b[.small] == "mine")
+            #expect(try b.history(of: .small).last?.value == "mine")
+        }
+    }
+
     @Test func observersHearReplicatedChanges() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import Logging
 import ChronicleLMDB
 import ChronicleSodium
 
@@ -120,7 +122,7 @@ extension EventLog {
             receipt.received = range.events.count + range.opaque.count
             var head = try LogHead.read(txn, dbs)
             let now = UnixMilliseconds.now()
-            try EventLog.promoteDeferred(txn, dbs, now: now, driftMilliseconds: driftMilliseconds)
+            committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
             for (record, reason, detail) in keys.rejected {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, txn)
@@ -182,6 +184,7 @@ extension EventLog {
             return receipt
         }
         if !committed.isEmpty { observers.publish(committed) }
+        if receipt.deferred > 0 { schedulePromotion(at: try nextPromotion()) }
         return receipt
     }
 
@@ -249,23 +252,83 @@ extension EventLog {
         return true
     }
 
-    /// Moves events whose time has come from the drift guard's waiting list into the views.
-    static func promoteDeferred(_ txn: borrowing Transaction, _ dbs: Databases, now: UInt64, driftMilliseconds: UInt64) throws {
+    /// Moves events whose time has come from the drift guard's waiting list into the views,
+    /// advancing the local clock past each (so the user's next change of the key wins over it).
+    ///
+    /// Writes the clock to `meta` itself (the head MAC does not cover it), so callers that do
+    /// not write the head afterwards keep the advance.
+    /// - Returns: the promoted events (for observers), and when the next waiting event is
+    ///   due (Unix ms), if any waits.
+    @discardableResult
+    static func promoteDeferred(
+        _ txn: borrowing Transaction, _ dbs: Databases, head: inout LogHead, now: UInt64, driftMilliseconds: UInt64
+    ) throws -> (promoted: [CommittedEvent], nextDue: UInt64?) {
         var due: [([UInt8], UInt64)] = []
+        var nextDue: UInt64?
         try txn.scan(dbs.deferred) { key, _ in
             guard key.count == 16, let hlc = UInt64(bigEndianBytes: Array(key.prefix(8))),
                 let sequence = UInt64(bigEndianBytes: Array(key.suffix(8)))
             else { return false }
-            guard HLC(rawValue: hlc).milliseconds <= UnixMilliseconds.adding(driftMilliseconds, to: now) else { return false }
+            let milliseconds = HLC(rawValue: hlc).milliseconds
+            guard milliseconds <= UnixMilliseconds.adding(driftMilliseconds, to: now) else {
+                nextDue = milliseconds - driftMilliseconds  // > now, so no underflow
+                return false
+            }
             due.append((key, sequence))
             return true
         }
+        var promoted: [CommittedEvent] = []
         for (key, sequence) in due {
             if let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) {
                 let event = try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence)
-                try indexView(event, sequence: sequence, txn, dbs)
+                let won = try indexView(event, sequence: sequence, txn, dbs)
+                promoted.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
+                head.hlc = max(head.hlc, event.hlc)
             }
             try txn.delete(dbs.deferred, key: key)
+        }
+        if !promoted.isEmpty { try txn.put(dbs.meta, key: MetaKey.hlc, value: head.hlc.rawValue.bigEndianBytes) }
+        return (promoted, nextDue)
+    }
+
+    /// Promotes the drift guard's events whose time has come, and schedules the next promotion.
+    func promoteDue() throws {
+        let (promoted, nextDue) = try environment.write { txn in
+            var head = try LogHead.read(txn, dbs)
+            return try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+        }
+        if !promoted.isEmpty { observers.publish(promoted) }
+        schedulePromotion(at: nextDue)
+    }
+
+    /// Promotes waiting events when the first one's time comes (`nil`: none waits), whether or
+    /// not anything else is written by then; replaces any earlier schedule.
+    func schedulePromotion(at due: UInt64?) {
+        let task = due.map { due in
+            Task.detached { [weak self] in
+                let now = UnixMilliseconds.now()
+                try? await Task.sleep(for: .milliseconds(due > now ? due - now : 0) + .milliseconds(1))
+                guard !Task.isCancelled, let self else { return }
+                do { try await BlockingWork.run { try self.promoteDue() } } catch {
+                    self.logger.error("promoting events held by the drift guard failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        promotionTimer.withLock { timer in
+            timer?.cancel()
+            timer = task
+        }
+    }
+
+    /// When the first event held by the drift guard is due (Unix ms), if any waits.
+    func nextPromotion() throws -> UInt64? {
+        try environment.read { txn in
+            var next: UInt64?
+            try txn.scanInPlace(dbs.deferred) { key, _ in
+                if key.count == 16 { next = HLC(rawValue: UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))).milliseconds }
+                return false
+            }
+            return next.map { $0 > driftMilliseconds ? $0 - driftMilliseconds : 0 }
         }
     }
 }

@@ -29,14 +29,19 @@ final class EventLog: Sendable {
     /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
     let chainKeys = ChainKeys()
     let poller = Mutex<Task<Void, Never>?>(nil)
+    /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
+    let promotionTimer = Mutex<Task<Void, Never>?>(nil)
 
     /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
     let driftMilliseconds: UInt64
+    /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
+    let logger: Logger
 
     init(directory: String, configuration: Store.Configuration) throws {
         var options = EnvironmentOptions()
         options.mapSize = configuration.initialMapSize
         driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
+        logger = configuration.logger
         let durability = configuration.durability
         switch durability {
         case .durable: options.syncMode = .durable
@@ -50,16 +55,13 @@ final class EventLog: Sendable {
         self.dbs = dbs
         writer = ReplicaID.random()
         replica = try environment.write { txn in try EventLog.prepareMeta(txn, dbs, directory: directory) }
-        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 {
-            let drift = driftMilliseconds
-            try environment.write { txn in try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: drift) }
-        }
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
             guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
             return self.commitGroup(groups)
         }
         self.committer.withLock { $0 = committer }
+        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in
@@ -75,6 +77,7 @@ final class EventLog: Sendable {
     deinit {
         flushTask.withLock { $0?.cancel() }
         poller.withLock { $0?.cancel() }
+        promotionTimer.withLock { $0?.cancel() }
         try? environment.flush()
     }
 
@@ -150,7 +153,7 @@ final class EventLog: Sendable {
         let (committed, counter) = try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             var counter = writerCounter.withLock { $0 }
-            try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+            try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
             var changes: [PendingChange] = []
             for domain in domains {
                 for (name, entry) in try viewEntries(domain, txn) {
@@ -169,16 +172,20 @@ final class EventLog: Sendable {
     private func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
         let results: [Result<[CommittedEvent], any Error>]
         do {
-            let (committed, counter) = try environment.write { txn in
+            let (committed, counter, promoted) = try environment.write { txn in
                 var head = try LogHead.read(txn, dbs)
                 var counter = writerCounter.withLock { $0 }
-                try EventLog.promoteDeferred(txn, dbs, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+                let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
                 try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
-                return (out, counter)
+                return (out, counter, promoted)
             }
             writerCounter.withLock { $0 = counter }
+            if !promoted.promoted.isEmpty {
+                observers.publish(promoted.promoted)
+                schedulePromotion(at: promoted.nextDue)
+            }
             results = committed.map { .success($0) }
         } catch where groups.count > 1 {
             // One request failed: commit the others on their own, so no caller pays for another's error.
