@@ -56,6 +56,9 @@ public final class Environment: @unchecked Sendable {
     private let env: OpaquePointer
     private let lock = ReadWriteLock()
     private let idleReaders = Mutex<[IdleReader]>([])
+    /// Ids of the latest transactions this environment committed (a short history, oldest first).
+    private let ownCommits = Mutex<[Int]>([])
+    private static let rememberedCommits = 256
     private static let maxIdleReaders = 64
     /// The filesystem path of the environment's directory.
     public let path: String
@@ -116,9 +119,19 @@ public final class Environment: @unchecked Sendable {
 
     /// Opens the named database, creating it when absent.
     public func openDatabase(named name: String) throws -> Database {
-        try write { txn in
+        // Its own transaction, always committed: a handle opened in an aborted transaction is
+        // closed again, and `write` aborts transactions that changed no entry.
+        try lock.withShared {
+            var handle: OpaquePointer?
+            try check(mdb_txn_begin(env, nil, 0, &handle))
+            guard let handle else { throw LMDBError(code: EINVAL_CODE) }
             var dbi = MDB_dbi()
-            try check(mdb_dbi_open(txn.handle, name, UInt32(MDB_CREATE), &dbi))
+            let rc = mdb_dbi_open(handle, name, UInt32(MDB_CREATE), &dbi)
+            guard rc == 0 else {
+                mdb_txn_abort(handle)
+                throw LMDBError(code: rc)
+            }
+            try check(mdb_txn_commit(handle))
             return Database(dbi: dbi, name: name)
         }
     }
@@ -164,10 +177,19 @@ public final class Environment: @unchecked Sendable {
                     var handle: OpaquePointer?
                     try check(mdb_txn_begin(env, nil, 0, &handle))
                     guard let handle else { throw LMDBError(code: EINVAL_CODE) }
-                    let txn = Transaction(handle: handle, isReadOnly: false, abortOnDeinit: true)
+                    let changes = ChangeFlag()
+                    let txn = Transaction(handle: handle, isReadOnly: false, abortOnDeinit: true, changes: changes)
                     let result = try body(txn)
+                    // A transaction that changed nothing is aborted: it would write no new
+                    // transaction anyway, and its id would be the next writer's.
+                    guard changes.isSet else { return result }
+                    let id = txn.id
                     try txn.commit()
-                    return result
+                    ownCommits.withLock { ids in
+                        ids.append(id)
+                        if ids.count > Self.rememberedCommits { ids.removeFirst(ids.count - Self.rememberedCommits) }
+                    }
+                    return withExtendedLifetime(changes) { result }
                 }
             } catch let error as LMDBError where error == .mapFull {
                 try growMap()
@@ -218,6 +240,16 @@ public final class Environment: @unchecked Sendable {
     /// whether anything may have changed since a value was read.
     public var lastTransactionID: Int {
         lock.withShared { info().me_last_txnid }
+    }
+
+    /// Whether a transaction committed with an id in `(after, through]` came from elsewhere
+    /// (another process, or another environment on the file): `false` when they are all this
+    /// environment's own commits. Beyond its short memory of own commits it answers `true`.
+    public func othersCommitted(after: Int, through: Int) -> Bool {
+        guard through > after else { return false }
+        guard through - after <= Self.rememberedCommits else { return true }
+        let own = ownCommits.withLock { Set($0) }
+        return ((after + 1)...through).contains { !own.contains($0) }
     }
 
     private func info() -> MDB_envinfo {

@@ -11,12 +11,19 @@ public struct Transaction: ~Copyable {
     /// `true` for a read-only transaction.
     public let isReadOnly: Bool
     private let abortOnDeinit: Bool
+    /// Set by every change, so the environment knows whether a commit writes a new transaction.
+    /// Unretained (so the transaction stays trivially destroyable): ``Environment/write(_:)``
+    /// owns the flag and outlives the transaction.
+    private let changes: Unmanaged<ChangeFlag>?
 
-    init(handle: OpaquePointer, isReadOnly: Bool, abortOnDeinit: Bool) {
+    init(handle: OpaquePointer, isReadOnly: Bool, abortOnDeinit: Bool, changes: ChangeFlag? = nil) {
         self.handle = handle
         self.isReadOnly = isReadOnly
         self.abortOnDeinit = abortOnDeinit
+        self.changes = changes.map { Unmanaged.passUnretained($0) }
     }
+
+    private func noteChange() { changes?.takeUnretainedValue().isSet = true }
 
     deinit {
         if abortOnDeinit { mdb_txn_abort(handle) }
@@ -141,6 +148,7 @@ public struct Transaction: ~Copyable {
             }
         }
         try check(rc)
+        noteChange()
     }
 
     /// Stores `value` under `key` unless the key exists.
@@ -163,13 +171,21 @@ public struct Transaction: ~Copyable {
         }
         if rc == MDB_NOTFOUND { return false }
         try check(rc)
+        noteChange()
         return true
     }
 
     /// Deletes every entry of `database`, keeping the database itself.
     public func clear(_ database: Database) throws {
         try check(mdb_drop(handle, database.dbi, 0))
+        noteChange()
     }
+}
+
+/// Whether a transaction changed anything. A class so that a borrowed transaction can set it;
+/// a transaction (and so its flag) is used by one thread at a time.
+final class ChangeFlag {
+    var isSet = false
 }
 
 /// `EINVAL`, spelled without importing Glibc into this file.

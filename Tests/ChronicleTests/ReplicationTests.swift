@@ -237,6 +237,37 @@ struct ReplicationTests {
         }
     }
 
+    /// Automatic mode used to hear its own pulls' commits through the poller and go round again:
+    /// an idle device made a durable commit and a round trip per peer about every 220 ms, forever.
+    @Test func anIdleAutomaticReplicatorCommitsNothing() async throws {
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            var configuration = Replicator.Configuration()
+            configuration.pullInterval = .seconds(30)
+            let replicator = Replicator(store: a, peers: [.store(b)], configuration: configuration)
+            await replicator.start()
+            a[.small] = "hello"
+            let arrived = await collect(b.updates(of: .small)) { $0.last == "hello" }
+            #expect(arrived.last == "hello")
+            // Let the round that delivered it finish, then watch both logs' transaction ids over
+            // several poll intervals: nothing is written while nothing changes.
+            try await Task.sleep(for: .milliseconds(500))
+            let before = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
+            try await Task.sleep(for: .milliseconds(1_200))
+            let after = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
+            #expect(after == before)
+            await replicator.stop()
+            // An empty pull commits nothing either.
+            let idle = try b.eventLog.lastTransactionID
+            try await Replicator(store: b, peers: [.store(a)]).sync()
+            try await Replicator(store: b, peers: [.store(a)]).sync()
+            let once = try b.eventLog.lastTransactionID
+            try await Replicator(store: b, peers: [.store(a)]).sync()
+            #expect(try b.eventLog.lastTransactionID == once)
+            #expect(once >= idle)
+        }
+    }
+
     @Test func observersHearReplicatedChanges() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])

@@ -121,6 +121,7 @@ extension EventLog {
             var receipt = RangeReceipt()
             receipt.received = range.events.count + range.opaque.count
             var head = try LogHead.read(txn, dbs)
+            let tip = (head.sequence, head.hlc, head.chain, head.chainKeyID)
             let now = UnixMilliseconds.now()
             committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
@@ -177,9 +178,14 @@ extension EventLog {
                 // "newer format" squat can never stand in the way of a member's real event.
                 if try appendOpaque(item, txn, &head) { receipt.opaque += 1 } else { receipt.duplicates += 1 }
             }
-            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
+            // A range that brings nothing new writes nothing (the transaction then commits nothing):
+            // an idle automatic pull must not make a durable commit every round.
+            if tip != (head.sequence, head.hlc, head.chain, head.chainKeyID) {
+                try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
+            }
             if let checkpoint {
-                try txn.put(dbs.peers, key: checkpoint.key.bytes, value: CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded())
+                let value = CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded()
+                if try txn.get(dbs.peers, key: checkpoint.key.bytes) != value { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: value) }
             }
             return receipt
         }

@@ -144,6 +144,9 @@ final class EventLog: Sendable {
     /// The id of the environment's last committed transaction (any process's): one read of the meta page.
     var lastTransactionID: Int { environment.lastTransactionID }
 
+    /// Whether a transaction in `(after, through]` was committed by another process (not this opening).
+    func othersCommitted(after: Int, through: Int) -> Bool { environment.othersCommitted(after: after, through: through) }
+
     /// Reads the current entries of `domains` and commits the changes `rewrite` makes of
     /// them, in one write transaction: no write of another thread or process lands between
     /// the read and the write (re-sealing live values after a key rotation).

@@ -8,8 +8,10 @@ extension EventLog {
     /// Starts the poller that notices commits of other processes, if it is not running.
     ///
     /// It reads the last transaction id (one read of the meta page) every
-    /// ``pollInterval`` while at least one observer exists, and stops by
-    /// itself when the last observer goes away.
+    /// ``pollInterval`` while at least one observer exists, reports a change only
+    /// when a transaction it sees was committed elsewhere (this opening's own
+    /// commits reach observers from the commit itself), and stops by itself when
+    /// the last observer goes away.
     func startPollingIfNeeded() {
         poller.withLock { poller in
             guard poller == nil else { return }
@@ -21,8 +23,9 @@ extension EventLog {
                     if self.stopPollingIfIdle() { return }
                     let current = self.lastTransactionID
                     if current != last {
+                        // This process's own commits reached its observers already, from the commit itself.
+                        if self.othersCommitted(after: last, through: current) { self.observers.publishReset() }
                         last = current
-                        self.observers.publishReset()
                     }
                 }
             }
