@@ -171,7 +171,7 @@ struct ReviewAttackTests {
             try await Replicator(store: victim, peers: [.directory(folder)]).sync()
             #expect(victim[.groupTheme] == "one")
             // The carrier (write access to the folder, no key) drops one file.
-            try Data("junk".utf8).write(to: folder.appendingPathComponent("ranges").appendingPathComponent(DirectoryTransport.fileName(50)))
+            try Data("junk".utf8).write(to: folder.appendingPathComponent("ranges").appendingPathComponent("99999999999999999999.range"))
             try honest.set("two", for: .groupTheme)
             _ = try? await Replicator(store: honest, peers: [.directory(folder)]).sync()
             _ = try? await Replicator(store: victim, peers: [.directory(folder)]).sync()

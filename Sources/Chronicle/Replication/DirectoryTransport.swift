@@ -2,13 +2,25 @@ public import Foundation
 import ChronicleSodium
 
 /// A folder of range files that replicas push to and pull from: sneakernet,
-/// or a folder that a file-sync service shares between devices.
+/// or a folder that a file-sync service (Dropbox, Syncthing, iCloud Drive)
+/// shares between devices.
 ///
-/// Layout: `mailbox.id` (this mailbox's identity) and `ranges/NNNNNNNNNNNNNNNNNNNN.range`,
-/// numbered from 1. Each push adds one file (published atomically, never
-/// overwritten); a pull after file `n` returns file `n + 1` as a range of
-/// the mailbox's own numbering. Events keep their origins, so a mailbox
-/// relays between any number of replicas.
+/// Layout: `mailbox.id` (this mailbox's identity) and `ranges/`, one file per
+/// push named `<20-digit Unix ms>-<pushing replica id>-<16 random hex>.range`,
+/// so two devices never write the same name (a sync service would rename one
+/// copy of a clash). Every file in `ranges/` whose name ends in `.range` is read,
+/// whatever a sync service renamed it to (`… (conflicted copy).range`,
+/// `….sync-conflict-….range`, `… 2.range`); files that are not ranges, or larger
+/// than a range can be, are passed over. Files are published atomically (0600,
+/// fsynced, then the folder fsynced) and never overwritten.
+///
+/// The mailbox's positions are the files in name order: position `n` is the
+/// `n`-th file. A range's chain hash at a position is a digest of the names up
+/// to it, so a file that arrives late and sorts before a puller's checkpoint
+/// (or a pruned file) makes that puller read the folder again from the start;
+/// identities make the re-read safe, only slower. Events keep their origins, so a
+/// mailbox relays between any number of replicas. The folder grows by one file
+/// per push: delete files once every device has synced past them (README).
 /// File operations run off the cooperative pool (see `BlockingWork`).
 public struct DirectoryTransport: SyncTransport {
     /// The mailbox folder.
@@ -25,7 +37,7 @@ public struct DirectoryTransport: SyncTransport {
     }
 
     private func infoNow() throws -> ReplicaInfo {
-        ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: try lastIndex())
+        ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: UInt64(rangeFiles().count))
     }
 
     public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
@@ -35,22 +47,29 @@ public struct DirectoryTransport: SyncTransport {
 
     private func pullNow(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) throws -> Data {
         let id = try identity()
-        let last = try lastIndex()
-        var index = min(after, last)
-        // A missing number, or a file that is not a range (anyone who can write the folder can
-        // drop one), is passed over: it stalls nobody.
-        while index < last {
+        let names = rangeFiles()
+        let last = UInt64(names.count)
+        let start = min(after, last)
+        var index = Int(start)
+        // A file that is not a range (anyone who can write the folder can drop one) is passed over:
+        // it stalls nobody.
+        while index < names.count {
+            let name = names[index]
             index += 1
-            guard let bytes = try? Data(contentsOf: rangesFolder.appendingPathComponent(Self.fileName(index))),
-                let stored = try? EventRange(decoding: Array(bytes))
-            else { continue }
+            guard let stored = readRange(name) else { continue }
             let events = stored.events.filter { filter.admits($0) && $0.origin != origin }
             let opaque = filter == .syncable ? stored.opaque : []
             return Data(
-                EventRange(source: id, epoch: Self.epoch, after: min(after, last), upTo: index, head: last, keys: stored.keys, events: events, opaque: opaque)
-                    .encoded())
+                EventRange(
+                    source: id, epoch: Self.epoch, after: start, upTo: UInt64(index), head: last,
+                    afterChain: Self.digest(names.prefix(Int(start))), upToChain: Self.digest(names.prefix(index)),
+                    keys: stored.keys, events: events, opaque: opaque
+                ).encoded())
         }
-        return Data(EventRange(source: id, epoch: Self.epoch, after: min(after, last), upTo: last, head: last, keys: [], events: []).encoded())
+        let chain = Self.digest(names)
+        return Data(
+            EventRange(source: id, epoch: Self.epoch, after: start, upTo: last, head: last, afterChain: start == last ? chain : Self.digest(names.prefix(Int(start))), upToChain: chain, keys: [], events: [])
+                .encoded())
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
@@ -63,11 +82,7 @@ public struct DirectoryTransport: SyncTransport {
         var receipt = RangeReceipt()
         receipt.received = decoded.events.count + decoded.opaque.count
         guard receipt.received > 0 else { return receipt }
-        var index = try lastIndex() + 1
-        // Another replica pushing at the same time takes the same number first: try the next.
-        while try !PrivateFiles.publishNew(Array(range), at: rangesFolder.appendingPathComponent(Self.fileName(index))) {
-            index += 1
-        }
+        while try !PrivateFiles.publishNew(Array(range), at: rangesFolder.appendingPathComponent(Self.fileName(source: decoded.source))) {}
         receipt.applied = receipt.received
         receipt.keys = decoded.keys.count
         return receipt
@@ -76,19 +91,38 @@ public struct DirectoryTransport: SyncTransport {
     // MARK: - Layout
 
     private static let epoch = LogEpoch.zero
-    /// File numbers at or above this are not ranges this mailbox wrote.
-    static let maxIndex: UInt64 = 1_000_000_000_000_000
 
-    static func fileName(_ index: UInt64) -> String {
-        let digits = String(index)
-        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".range"
+    /// A new file's name: push time, the pushing replica, and randomness, so no two pushes share one.
+    static func fileName(source: ReplicaID, milliseconds: UInt64 = UnixMilliseconds.now()) -> String {
+        let digits = String(milliseconds)
+        let random = (0..<8).map { _ in UInt8.random(in: 0...255) }
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "-" + source.hex + "-" + random.hexString + ".range"
     }
 
-    private func lastIndex() throws -> UInt64 {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return 0 }
-        // File numbers beyond 10^15 (a mailbox would need a thousand years of ranges) are hostile and ignored.
-        return names.compactMap { name in name.hasSuffix(".range") ? UInt64(name.dropLast(6)) : nil }.filter { $0 < Self.maxIndex }.max() ?? 0
+    /// The names of the range files, in name order (the mailbox's positions).
+    private func rangeFiles() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return [] }
+        // Temporary files of a publish start with "." and end in ".tmp"; everything else named *.range counts.
+        return names.filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".range") }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
+
+    /// The range in file `name`, or `nil` for a file that is not one (or too large to be one).
+    private func readRange(_ name: String) -> EventRange? {
+        let url = rangesFolder.appendingPathComponent(name)
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber,
+            size.intValue <= EventRange.maxEncodedSize,
+            let bytes = try? Data(contentsOf: url)
+        else { return nil }
+        return try? EventRange(decoding: Array(bytes))
+    }
+
+    /// BLAKE2b-256 of the names, each followed by a newline: the chain hash of a mailbox position.
+    private static func digest(_ names: ArraySlice<String>) -> [UInt8] {
+        guard !names.isEmpty else { return LogHead.empty.chain }
+        return GenericHash.hash(Array(names.joined(separator: "\n").utf8) + [0x0A])
+    }
+
+    private static func digest(_ names: [String]) -> [UInt8] { digest(names[...]) }
 
     private func identity() throws -> ReplicaID {
         let file = directory.appendingPathComponent("mailbox.id")

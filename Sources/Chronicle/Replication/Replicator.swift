@@ -106,11 +106,14 @@ public actor Replicator: Service {
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
         var checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
+        // A passive peer (a mailbox folder) has no log of its own: its positions are files, which
+        // come and go; what we pushed there is judged by our own push checkpoint alone.
+        let passive = remote.writer == nil
         // The remote went back in time (restored, rolled back): what it lost must be pulled and pushed again.
         var remoteWentBack = false
         if checkpoint.sequence > remote.head {  // a checkpoint the remote cannot honour: start over (dots make it safe)
             checkpoint = .zero
-            remoteWentBack = true
+            if !passive { remoteWentBack = true }
         }
         var after = checkpoint.sequence
         var expectedChain = checkpoint.chain
@@ -128,7 +131,9 @@ public actor Replicator: Service {
             if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
                 after = 0
                 expectedChain = nil
-                remoteWentBack = true
+                // A mailbox's positions shift when a late file sorts in or old files are pruned:
+                // read it again, but nothing pushed there was lost.
+                if !passive { remoteWentBack = true }
                 continue
             }
             report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source) })
@@ -147,7 +152,7 @@ public actor Replicator: Service {
         }
         // After our last push the remote's log reached `remoteHead`, with `remoteChain` there. If it
         // has gone back since (a relay restored from a backup), what we pushed may be lost: push again.
-        if !remoteWentBack, let remoteHead = pushCheckpoint.remoteHead, let remoteChain = pushCheckpoint.remoteChain {
+        if !remoteWentBack, !passive, let remoteHead = pushCheckpoint.remoteHead, let remoteChain = pushCheckpoint.remoteChain {
             if remote.head < remoteHead {
                 remoteWentBack = true
             } else {
@@ -184,7 +189,7 @@ public actor Replicator: Service {
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }
-        if pushedAny, filter == .syncable {
+        if pushedAny, filter == .syncable, !passive {
             // Remember where the remote's log stood after our push, to notice if it ever goes back.
             // (Only for `sync()`: automatic pushes never move its checkpoint, so it re-sends anyway.)
             let after = try await peer.transport.info()
