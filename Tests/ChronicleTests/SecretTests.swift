@@ -270,6 +270,43 @@ struct SecretTests {
         }
     }
 
+    /// A secret whose stored value no longer decodes as the key's type (an enum case renamed,
+    /// a narrower integer, a changed struct) used to be quoted in the error and in the log line.
+    @Test func aSecretThatFailsToDecodeIsNeverQuoted() throws {
+        struct Credentials: Codable, Equatable { var user: Int; var token: Int }
+        enum Level: String, Codable { case low, high }
+        let marker = "SECRETMARKER\(UInt32.random(in: 100_000...999_999))"
+        let number = Int64(40_000_000_000 + Int64.random(in: 0..<1_000))
+        let handler = InMemoryLogHandler()
+        var configuration = passphraseConfiguration("pw")
+        configuration.logger = Logger(label: "test", factory: { _ in handler })
+        try withTemporaryStore(configuration: configuration) { store, _ throws in
+            try store.set(marker, for: SecretKey<String>("level", default: ""))
+            try store.set(Int(number), for: SecretKey<Int>("narrow", default: 0))
+            try store.set(["user": marker, "token": marker], for: SecretKey<[String: String]>("credentials", default: [:]))
+            var errors: [ChronicleError] = []
+            func attempt<V>(_ key: SecretKey<V>) {
+                let result = Result { () throws(ChronicleError) -> V in try store.value(for: key) }
+                if case let .failure(error) = result { errors.append(error) }
+            }
+            attempt(SecretKey<Level>("level", default: .low))
+            attempt(SecretKey<Int16>("narrow", default: 0))
+            attempt(SecretKey<Credentials>("credentials", default: .init(user: 0, token: 0)))
+            attempt(SecretKey<[String: Int]>("credentials", default: [:]))
+            #expect(errors.count == 4)
+            // The non-throwing reads log the same errors.
+            _ = store[SecretKey<Level>("level", default: .low)]
+            _ = store[SecretKey<Int16>("narrow", default: 0)]
+            _ = store[SecretKey<Credentials>("credentials", default: .init(user: 0, token: 0))]
+            let texts = errors.map { "\($0) \(String(reflecting: $0))" } + handler.entries.map { "\($0.message) \($0.metadata) \($0.error.map { String(describing: $0) } ?? "")" }
+            #expect(handler.entries.count >= 3)
+            for text in texts {
+                #expect(!text.contains(marker), "a secret in: \(text)")
+                #expect(!text.contains(String(number)), "a secret number in: \(text)")
+            }
+        }
+    }
+
     @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
         let marker = "REDACT-ME-\(UUID().uuidString)"
         let handler = InMemoryLogHandler()

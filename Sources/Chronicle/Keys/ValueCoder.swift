@@ -43,7 +43,7 @@ enum ValueCoder {
             encoder.outputFormatting = [.sortedKeys]
             return (.json, Array(try encoder.encode(encodable)))
         } catch {
-            throw .encodingFailed(key: key, reason: String(describing: error))
+            throw .encodingFailed(key: key, reason: Self.describe(error))
         }
     }
 
@@ -57,7 +57,7 @@ enum ValueCoder {
         } catch let error as ChronicleError {
             throw error
         } catch {
-            throw .decodingFailed(key: key, reason: String(describing: error))
+            throw .decodingFailed(key: key, reason: Self.describe(error))
         }
     }
 
@@ -114,7 +114,7 @@ enum ValueCoder {
         }
         func narrow<T: FixedWidthInteger>(_ value: some BinaryInteger, to _: T.Type) throws -> T {
             guard let narrowed = T(exactly: value) else {
-                throw DecodeFailure(description: "stored integer \(value) is out of range for \(T.self)")
+                throw DecodeFailure(description: "the stored integer is out of range for \(T.self)")
             }
             return narrowed
         }
@@ -162,9 +162,32 @@ enum ValueCoder {
     private static func decodeRaw<R: RawRepresentable>(_ type: R.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> Any {
         let raw = try decodePrimitive(R.RawValue.self, encoding: encoding, payload: payload)
         guard let rawValue = raw as? R.RawValue, let value = R(rawValue: rawValue) else {
-            throw DecodeFailure(description: "\(raw) is not a raw value of \(R.self)")
+            throw DecodeFailure(description: "the stored raw value is not a case of \(R.self)")
         }
         return value
+    }
+
+    /// What went wrong, without a byte of the value: errors and logs may be read by anyone, and
+    /// the value may be a secret. `DecodingError`/`EncodingError` descriptions quote values and
+    /// dictionary keys, so only their kind and the types involved are kept.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as DecodingError:
+            switch error {
+            case let .typeMismatch(type, _): return "JSON: a value is not of type \(type)"
+            case let .valueNotFound(type, _): return "JSON: a value of type \(type) is missing"
+            case .keyNotFound: return "JSON: a key the type needs is missing"
+            case .dataCorrupted: return "JSON: the stored data is not valid for the type"
+            @unknown default: return "JSON: the stored value does not decode"
+            }
+        case let error as EncodingError:
+            switch error {
+            case let .invalidValue(value, _): return "a value of type \(type(of: value)) cannot be encoded as JSON"
+            @unknown default: return "the value cannot be encoded as JSON"
+            }
+        case let error as DecodeFailure: return error.description  // written here, never quoting a value
+        default: return "\(type(of: error))"
+        }
     }
 
     private static func mismatch(_ type: Any.Type, _ encoding: ValueEncoding) -> DecodeFailure {

@@ -113,6 +113,8 @@ extension ChronicleError {
             return .io(path: path, reason: error.localizedDescription)
         case let error as POSIXError:
             return .io(path: "?", reason: "\(error.code): \(error.localizedDescription)")
+        case is DecodingError, is EncodingError:
+            return .malformedInput(ValueCoder.describe(error))  // their own descriptions quote values
         default:
             return .unexpected(type: String(describing: type(of: error)), description: String(describing: error))
         }
