@@ -116,17 +116,26 @@ struct HTTPTests {
             let store = try Store(directory: other)
             store[Key<String>("http.other", default: "", sync: .manual)] = "pushed"
         }
+        // The token travels the documented ways: a private file for the server, the environment for the client.
+        let tokenFile = served.appendingPathComponent("token")
+        _ = FileManager.default.createFile(atPath: tokenFile.path, contents: Data("t0ken\n".utf8), attributes: [.posixPermissions: 0o644])
+        let refused = try await Subprocess.run(
+            .path(tool), arguments: ["serve", "--store", served.path, "--port", "0", "--token-file", tokenFile.path],
+            output: .discarded, error: .string(limit: 1 << 16))
+        #expect(refused.terminationStatus != .exited(0))
+        #expect(refused.standardError.contains("chmod 600"), "\(refused.standardError)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile.path)
         // The server runs while the closure does; SIGTERM at the end must shut it down gracefully.
         let server = try await Subprocess.run(
-            .path(tool), arguments: ["serve", "--store", served.path, "--host", "127.0.0.1", "--port", "0", "--token", "t0ken"],
+            .path(tool), arguments: ["serve", "--store", served.path, "--host", "127.0.0.1", "--port", "0", "--token-file", tokenFile.path],
             input: .none, output: .sequence, error: .discarded
         ) { execution in
             var lines = execution.standardOutput.strings().makeAsyncIterator()
             let text = try await lines.next() ?? ""
             let port = try #require(text.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
             let sync = try await Subprocess.run(
-                .path(tool), arguments: ["sync", "--store", other.path, "--peer", "http://127.0.0.1:\(port)", "--token", "t0ken"],
-                output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+                .path(tool), arguments: ["sync", "--store", other.path, "--peer", "http://127.0.0.1:\(port)"],
+                environment: .inherit.updating(["CHRONICLE_TOKEN": "t0ken"]), output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
             #expect(sync.terminationStatus == .exited(0), "\(sync.standardError)")
             let summary = sync.standardOutput
             // It sends its own event, and echoes the one it pulled (written by another process than the server's).

@@ -223,6 +223,17 @@ struct SecretTests {
         let refused = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: refused) }
         #expect(throws: ChronicleError.self) { _ = try Store(directory: refused, configuration: .init(keySource: .keyFile(short))) }
+        // A key file others can read, or a symbolic link to one, is refused with the fix in the message.
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: keyFile.path)
+        #expect { _ = try Store(directory: refused, configuration: .init(keySource: .keyFile(keyFile))) } throws: { error in
+            "\(error)".contains("chmod 600")
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        let link = keyDirectory.appendingPathComponent("link.key")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: keyFile)
+        #expect { _ = try Store(directory: refused, configuration: .init(keySource: .keyFile(link))) } throws: { error in
+            "\(error)".contains("symbolic link")
+        }
     }
 
     @Test func storeFilesArePrivate() throws {

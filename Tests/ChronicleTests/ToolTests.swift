@@ -71,6 +71,10 @@ struct ToolTests {
             let passphraseFile = directory.appendingPathComponent("../pw-\(UUID().uuidString)").standardizedFileURL
             try Data("pw\n".utf8).write(to: passphraseFile)
             defer { try? FileManager.default.removeItem(at: passphraseFile) }
+            // A passphrase file others can read is refused, with the fix in the message.
+            let open = try await runChronicle(["stats", "--store", directory.path, "--passphrase-file", passphraseFile.path])
+            #expect(open.status != 0 && open.stderr.contains("chmod 600"), "\(open.stderr)")
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passphraseFile.path)
             for arguments in [["log"], ["log", "--json"], ["keys"], ["keys", "--json"], ["stats"], ["verify"]] {
                 let result = try await runChronicle(arguments + ["--store", directory.path, "--passphrase-file", passphraseFile.path])
                 #expect(result.status == 0, "\(arguments): \(result.stderr)")

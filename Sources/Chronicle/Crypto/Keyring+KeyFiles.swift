@@ -26,13 +26,10 @@ extension Keyring {
 
     /// Reads a key file (at least 32 bytes), creating a random 0600 one when asked and missing.
     static func readKeyFile(_ url: URL, createIfMissing: Bool = false) throws -> SecureBytes {
-        let manager = FileManager.default
-        if createIfMissing, !manager.fileExists(atPath: url.path) {
+        if createIfMissing, !FileManager.default.fileExists(atPath: url.path) {
             try createKeyFile(url)
         }
-        guard var bytes = manager.contents(atPath: url.path).map(Array.init) else {
-            throw ChronicleError.keyUnavailable(reason: "cannot read the key file \(url.path)")
-        }
+        var bytes = try SecretFile.contents(of: url, what: "key file")
         defer { Sodium.wipe(&bytes) }
         guard bytes.count >= 32 else {
             throw ChronicleError.invalidArgument("the key file \(url.path) holds \(bytes.count) bytes; it needs at least 32 random bytes")
@@ -40,7 +37,9 @@ extension Keyring {
         return try derivedKEK(from: bytes, kind: .keyFile)
     }
 
-    /// Creates a key file of 32 random bytes with mode 0600 in a 0700 directory, atomically.
+    /// Creates a key file of 32 random bytes, atomically: a new 0600 file opened with
+    /// `O_EXCL|O_NOFOLLOW` (never through a wider mode), fsynced, linked into place, and its
+    /// folder (created 0700 when missing) fsynced.
     static func createKeyFile(_ url: URL) throws {
         var random = Sodium.randomBytes(32)
         defer { Sodium.wipe(&random) }

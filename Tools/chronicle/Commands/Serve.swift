@@ -12,26 +12,24 @@ extension ChronicleCommand {
                 in-flight batches finish. With --tls-cert and --tls-key (PEM files) it serves HTTPS.
 
                 Examples:
-                  chronicle serve --store ./store --host 127.0.0.1 --port 7070 --token s3cret
+                  chronicle serve --store ./store --host 127.0.0.1 --port 7070 --token-file ~/.config/chronicle/token
                   chronicle serve --store ./store --port 7443 --token-file token.txt --tls-cert cert.pem --tls-key key.pem
                 """)
 
         @OptionGroup var options: StoreOptions
         @Option(help: "The address to bind.") var host = "127.0.0.1"
         @Option(help: "The port (0 picks a free one).") var port = 7070
-        @Option(help: "The bearer token clients must present.") var token: String?
-        @Option(help: ArgumentHelp("Read the bearer token from this file.", valueName: "FILE")) var tokenFile: String?
+        @OptionGroup var tokenOptions: TokenOptions
         @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
         @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
 
         func validate() throws {
-            if (token == nil) == (tokenFile == nil) { throw ValidationError("give exactly one of --token or --token-file") }
             if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
             if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
         }
 
         func run() async throws {
-            let secret = try readToken(token: token, tokenFile: tokenFile)
+            let secret = try tokenOptions.read()
             let store = try options.open()
             let server = ChronicleServer(store: store, token: secret)
             let tls = tlsCert.flatMap { cert in tlsKey.map { ChronicleServer.TLS(certificateChain: URL(fileURLWithPath: cert), privateKey: URL(fileURLWithPath: $0)) } }

@@ -10,24 +10,22 @@ extension ChronicleCommand {
             discussion: """
                 Resumes from per-peer checkpoints; an interrupted sync loses nothing and the next one continues.
 
-                Example: chronicle sync --store ./store --peer http://127.0.0.1:7070 --token s3cret
+                Example: chronicle sync --store ./store --peer https://sync.example.com:7443 --token-file ~/.config/chronicle/token
                 """)
 
         @OptionGroup var options: StoreOptions
         @Option(help: ArgumentHelp("The peer's base URL.", valueName: "URL")) var peer: String
-        @Option(help: "The bearer token.") var token: String?
-        @Option(help: ArgumentHelp("Read the bearer token from this file.", valueName: "FILE")) var tokenFile: String?
+        @OptionGroup var tokenOptions: TokenOptions
         @Option(help: ArgumentHelp("Trust these PEM certificate authorities (a self-signed server).", valueName: "FILE")) var ca: String?
 
         func validate() throws {
-            if (token == nil) == (tokenFile == nil) { throw ValidationError("give exactly one of --token or --token-file") }
             guard let url = URL(string: peer), ["http", "https"].contains(url.scheme ?? "") else {
                 throw ValidationError("--peer must be an http:// or https:// URL")
             }
         }
 
         func run() async throws {
-            let secret = try readToken(token: token, tokenFile: tokenFile)
+            let secret = try tokenOptions.read()
             guard let url = URL(string: peer) else { throw ValidationError("bad --peer URL") }
             let store = try options.open()
             var configuration = Replicator.Configuration()

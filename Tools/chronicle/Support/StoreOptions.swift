@@ -30,10 +30,8 @@ struct StoreOptions: ParsableArguments {
     func configuration() throws -> Store.Configuration {
         var configuration = Store.Configuration()
         if let passphraseFile {
-            guard let text = FileManager.default.contents(atPath: passphraseFile).map({ String(decoding: $0, as: UTF8.self) }) else {
-                throw ValidationError("cannot read the passphrase file \(passphraseFile)")
-            }
-            configuration.keySource = .passphrase(text.trimmingCharacters(in: .newlines))
+            let bytes = try SecretFile.contents(of: URL(fileURLWithPath: passphraseFile), what: "passphrase file")
+            configuration.keySource = .passphrase(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines))
         } else if let keyFile {
             configuration.keySource = .keyFile(URL(fileURLWithPath: keyFile))
         } else if let passphrase = ProcessInfo.processInfo.environment["CHRONICLE_PASSPHRASE"], !passphrase.isEmpty {
