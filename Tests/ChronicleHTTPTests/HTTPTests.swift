@@ -150,6 +150,18 @@ struct HTTPTests {
         #expect(served2[Key<String>("http.other", default: "")] == "pushed")
     }
 
+    @Test func tokensNeverPrint() throws {
+        let token = "TOKEN-\(UUID().uuidString)"
+        let transport = HTTPTransport(baseURL: URL(string: "https://sync.example.com")!, token: token)
+        let directory = Directories()
+        let server = ChronicleServer(store: try Store(directory: directory.make()), token: token)
+        for value in [transport as Any, server as Any, Peer.http(URL(string: "https://sync.example.com")!, token: token) as Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            #expect(!"\(value) \(String(reflecting: value)) \(dumped)".contains(token))
+        }
+    }
+
     @Test func bearerTokenComparison() {
         let middleware = BearerTokenMiddleware(token: Array("abc".utf8), logger: Logger(label: "test"))
         #expect(middleware.accepts(Array("abc".utf8)))

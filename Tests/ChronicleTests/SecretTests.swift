@@ -318,6 +318,37 @@ struct SecretTests {
         }
     }
 
+    /// The passphrase used to stay a plain string in the public configuration, printable with
+    /// `print` or `dump`, and the old one was kept after a change.
+    @Test func thePassphraseNeverPrintsAndIsNotKept() throws {
+        let passphrase = "PASSPHRASE-\(UUID().uuidString)"
+        var configuration = passphraseConfiguration(passphrase)
+        func rendered(_ value: Any) -> String {
+            var dumped = ""
+            dump(value, to: &dumped)
+            return "\(value) \(String(reflecting: value)) \(dumped)"
+        }
+        #expect(!rendered(configuration).contains(passphrase))
+        #expect(!rendered(KeySource.passphrase(passphrase)).contains(passphrase))
+        try withTemporaryStore(configuration: configuration) { store, directory throws in
+            try store.set("value", for: .apiToken)
+            #expect(!rendered(store.configuration).contains(passphrase))
+            // Not only hidden: gone. The open store keeps no passphrase string.
+            guard case let .passphrase(kept) = store.configuration.keySource else { Issue.record("no key source"); return }
+            #expect(kept != passphrase)
+            // Copies still open (the keyring's secure copy is used), and reusing the configuration says what to do.
+            let target = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: target) }
+            let copy = try store.copy(to: target)
+            #expect(copy[.apiToken] == "value")
+            #expect { _ = try Store(directory: directory, configuration: store.configuration) } throws: { error in
+                "\(error)".contains("give the passphrase again")
+            }
+        }
+        configuration.keySource = .keyFile(URL(fileURLWithPath: "/tmp/group.key"))
+        #expect(rendered(configuration).contains("/tmp/group.key"))
+    }
+
     @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
         let marker = "REDACT-ME-\(UUID().uuidString)"
         let handler = InMemoryLogHandler()

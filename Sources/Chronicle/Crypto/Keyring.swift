@@ -23,6 +23,9 @@ final class Keyring: EventSealer {
             switch keySource {
             case let .passphrase(passphrase):
                 guard !passphrase.isEmpty else { throw ChronicleError.invalidArgument("the passphrase is empty") }
+                guard passphrase != KeySource.redactedPassphrase else {
+                    throw ChronicleError.invalidArgument("this configuration comes from an open store, which keeps no passphrase; give the passphrase again")
+                }
                 var bytes = Array(passphrase.utf8)
                 defer { Sodium.wipe(&bytes) }
                 self = .passphrase(try SecureBytes(bytes), limits: cost.limits)
@@ -73,9 +76,11 @@ final class Keyring: EventSealer {
     /// With an explicit key source, a store without a data key gets one now,
     /// and an existing one must unwrap (else `.wrongKey`, before anything is
     /// written). Without one, the default key file is used and created lazily.
-    static func open(eventLog: EventLog, configuration: Store.Configuration) -> Result<Keyring, ChronicleError> {
+    /// - Parameter source: the key source already read (a copy of an open store, whose
+    ///   configuration keeps no passphrase); else the configuration's.
+    static func open(eventLog: EventLog, configuration: Store.Configuration, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
         do {
-            let source = try configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
+            let source = try given ?? configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
                 ?? .defaultKeyFile(defaultKeyFileURL())
             let keyring = Keyring(
                 eventLog: eventLog, source: source, isMember: configuration.keySource != nil,

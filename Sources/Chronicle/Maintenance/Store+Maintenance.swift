@@ -29,7 +29,7 @@ extension Store {
         if let contents = try? FileManager.default.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
             throw .invalidArgument("\(directory.path) is not empty; a copy needs a new directory")
         }
-        let copy = try Store(directory: directory, configuration: configuration)
+        let copy = try Store(directory: directory, configuration: configuration, keySource: (try? crypto.get())?.sourceValue)
         let target = try copy.eventLog
         try mappingErrors {
             try eventLog.copyKeyRecords(to: target)

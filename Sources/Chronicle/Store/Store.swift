@@ -36,12 +36,20 @@ public final class Store: Sendable {
     ///   - configuration: Key source, durability, logger and limits.
     /// - Throws: ``ChronicleError`` when the store cannot be opened, its format
     ///   is newer than this library, or the key source does not open its data key.
-    public init(directory: URL, configuration: Configuration = .init()) throws(ChronicleError) {
+    public convenience init(directory: URL, configuration: Configuration = .init()) throws(ChronicleError) {
+        try self.init(directory: directory, configuration: configuration, keySource: nil)
+    }
+
+    /// - Parameter keySource: the key source already read (a copy of an open store).
+    init(directory: URL, configuration: Configuration, keySource: Keyring.Source?) throws(ChronicleError) {
         let lease = try EventLogRegistry.lease(directory: directory, configuration: configuration)
         self.backend = .success(lease)
-        self.configuration = configuration
         self.directory = directory
-        self.crypto = Keyring.open(eventLog: lease.eventLog, configuration: configuration)
+        self.crypto = Keyring.open(eventLog: lease.eventLog, configuration: configuration, source: keySource)
+        // The keyring holds the key material in secure memory now: keep no passphrase string.
+        var kept = configuration
+        kept.keySource = configuration.keySource?.redacted
+        self.configuration = kept
         // An explicit key source must work at open (a wrong passphrase is reported before anything is written).
         // Without one, the store still opens: plain values read as usual and secrets report why they cannot.
         if case let .failure(error) = crypto, configuration.keySource != nil { throw error }
@@ -51,7 +59,9 @@ public final class Store: Sendable {
     init(unavailable error: ChronicleError, directory: URL, configuration: Configuration) {
         backend = .failure(error)
         crypto = .failure(error)
-        self.configuration = configuration
+        var kept = configuration
+        kept.keySource = configuration.keySource?.redacted
+        self.configuration = kept
         self.directory = directory
     }
 

@@ -83,3 +83,13 @@ public struct HTTPTransport: SyncTransport {
         return Data(buffer.readableBytesView)
     }
 }
+
+extension HTTPTransport: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The base URL; never the token.
+    public var description: String { "HTTPTransport(\(baseURL.absoluteString), token: <redacted>)" }
+    public var debugDescription: String { description }
+    /// A mirror without the token (`dump` and the debugger).
+    public var customMirror: Mirror {
+        Mirror(self, children: ["baseURL": baseURL, "trustedCertificates": trustedCertificates as Any, "timeout": timeout], displayStyle: .struct)
+    }
+}

@@ -148,3 +148,11 @@ func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
     headers[.contentType] = "application/json"
     return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
 }
+
+extension ChronicleServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The store served; never the token.
+    public var description: String { "ChronicleServer(\(store.directory.path), token: <redacted>)" }
+    public var debugDescription: String { description }
+    /// A mirror without the token (`dump` and the debugger).
+    public var customMirror: Mirror { Mirror(self, children: ["store": store.directory.path, "maxBodySize": maxBodySize], displayStyle: .struct) }
+}
