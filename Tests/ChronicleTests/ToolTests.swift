@@ -110,6 +110,8 @@ struct ToolTests {
             let file = temporaryDirectory().appendingPathExtension("range")
             defer { try? FileManager.default.removeItem(at: file) }
             #expect(try await runChronicle(["export", "--from", "2", "--to", "4", file.path, "--store", directory.path]).status == 0)
+            let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600)  // an export holds every syncable value and the wrapped keys
             try await withTemporaryStore { other, otherDirectory async throws in
                 let imported = try await runChronicle(["import", file.path, "--store", otherDirectory.path])
                 #expect(imported.status == 0, "\(imported.stderr)")

@@ -66,6 +66,16 @@ extension Store {
         try mappingErrors { try keyring.prepareTravelKeys() }
     }
 
+    /// Writes ``exportFile(sequences:)`` to `url` as a private file (mode 0600, replacing any
+    /// file there atomically): an export holds wrapped keys and every syncable value.
+    /// - Returns: the number of bytes written.
+    @discardableResult
+    public func exportFile(sequences range: ClosedRange<UInt64>, to url: URL) throws(ChronicleError) -> Int {
+        let data = try exportFile(sequences: range)
+        try PrivateFiles.replace(Array(data), at: url)
+        return data.count
+    }
+
     /// Every syncable event with sequence in `range`, as one range file (for `chronicle export`).
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the events do not fit one file (256 MiB); export smaller ranges.
     public func exportFile(sequences range: ClosedRange<UInt64>) throws(ChronicleError) -> Data {

@@ -44,6 +44,21 @@ enum PrivateFiles {
         return true
     }
 
+    /// Writes `bytes` to `url` as a private (0600) file, replacing any file there atomically:
+    /// a new temporary file in the same folder, fsynced, renamed over `url`, the folder fsynced.
+    static func replace(_ bytes: [UInt8], at url: URL) throws(ChronicleError) {
+        let directory = url.deletingLastPathComponent()
+        try createDirectory(directory)
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        try writeExclusive(bytes, to: temporary.path)
+        guard rename(temporary.path, url.path) == 0 else {
+            let code = errno
+            unlink(temporary.path)
+            throw .io(path: url.path, reason: "cannot replace the file: \(String(cString: strerror(code)))")
+        }
+        syncDirectory(directory.path)
+    }
+
     /// Writes `bytes` to a new 0600 file at `path` and fsyncs it; fails if anything exists there.
     private static func writeExclusive(_ bytes: [UInt8], to path: String) throws(ChronicleError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

@@ -26,10 +26,9 @@ extension ChronicleCommand {
             let store = try options.open()
             let progress = ProgressLine(label: "export")
             progress.update(0, of: 1)
-            let data = try store.exportFile(sequences: from...(to ?? UInt64.max))
+            let count = try store.exportFile(sequences: from...(to ?? UInt64.max), to: URL(fileURLWithPath: file))
             progress.finish()
-            try data.write(to: URL(fileURLWithPath: file), options: [.atomic])
-            print("wrote \(data.count) bytes to \(file)")
+            print("wrote \(count) bytes to \(file) (mode 0600)")
         }
     }
 }
