@@ -45,5 +45,19 @@ struct TLSTests {
         await #expect(throws: (any Error).self) { try await Replicator(store: client, peers: [untrusted]).sync() }
         try await Replicator(store: client, peers: [.http(url, token: "tls-token", trustedCertificates: pki.appendingPathComponent("cert.pem"))]).sync()
         #expect(client[.httpNote] == "over TLS")
+
+        // TLS 1.0 and 1.1 are refused, 1.2 accepted (the client side is told to allow old versions,
+        // so a refusal is the server's).
+        let boundPort = port.withLock { $0 } ?? 0
+        func handshake(_ version: String) async throws -> Bool {
+            let result = try await Subprocess.run(
+                .path("/usr/bin/openssl"),
+                arguments: ["s_client", "-connect", "127.0.0.1:\(boundPort)", version, "-cipher", "DEFAULT:@SECLEVEL=0", "-brief"],
+                input: .none, output: .discarded, error: .discarded)
+            return result.terminationStatus == .exited(0)
+        }
+        #expect(try await handshake("-tls1_2"))
+        #expect(try await !handshake("-tls1"))
+        #expect(try await !handshake("-tls1_1"))
     }
 }

@@ -20,6 +20,8 @@ public struct HTTPTransport: SyncTransport {
     public var timeout: Duration = .seconds(60)
     /// The largest response accepted, in bytes.
     public var maxResponseSize: Int = 300 << 20
+    /// Allow `http://` to a host other than this machine (the token and the ranges travel in the clear). Default `false`.
+    public var allowsInsecureHTTP = false
 
     /// A transport to `baseURL` authenticating with `token`.
     public init(baseURL: URL, token: String, trustedCertificates: URL? = nil) {
@@ -54,7 +56,32 @@ public struct HTTPTransport: SyncTransport {
         }
     }
 
+    /// TLS 1.2 or newer (1.0 and 1.1 are deprecated, RFC 8996).
+    private static let tlsConfiguration: TLSConfiguration = {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }()
+
+    /// One client for the process: no redirects (a redirect would carry the bearer token and
+    /// the ranges elsewhere), TLS 1.2 or newer.
+    private static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration, redirectConfiguration: .disallow)
+        configuration.httpVersion = .http1Only
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    /// Whether `url` names this machine (plain HTTP to it stays on the machine).
+    static func isLoopback(_ url: URL) -> Bool {
+        guard let host = url.host?.lowercased() else { return false }
+        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
     private func send(_ method: HTTPMethod, path: String, query: [String: String], body: Data?) async throws -> Data {
+        if baseURL.scheme?.lowercased() == "http", !Self.isLoopback(baseURL), !allowsInsecureHTTP {
+            throw ChronicleError.invalidArgument(
+                "\(baseURL.absoluteString) is plain HTTP to another machine: the token and every value would cross the network in the clear; use https:// (or allow plain HTTP explicitly, `--insecure`)")
+        }
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
         if !query.isEmpty { components?.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
         guard let url = components?.url else { throw ChronicleError.invalidArgument("bad peer URL \(baseURL)") }
@@ -66,12 +93,12 @@ public struct HTTPTransport: SyncTransport {
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         if let trustedCertificates {
-            var tls = TLSConfiguration.makeClientConfiguration()
+            var tls = Self.tlsConfiguration
             tls.trustRoots = .file(trustedCertificates.path)
             request.tlsConfiguration = tls
         }
         let seconds = max(1, timeout.components.seconds)
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(seconds))
+        let response = try await Self.client.execute(request, timeout: .seconds(seconds))
         let buffer = try await response.body.collect(upTo: maxResponseSize)
         guard response.status == .ok else {
             let message = String(buffer: buffer).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -6,8 +6,15 @@ import NIOHTTP1
 import NIOSSL
 
 extension Peer {
-    /// A `chronicle serve` reached over HTTP(S), authenticated with a bearer token.
-    public static func http(_ url: URL, token: String, trustedCertificates: URL? = nil) -> Peer {
-        Peer(name: url.absoluteString, transport: HTTPTransport(baseURL: url, token: token, trustedCertificates: trustedCertificates))
+    /// A `chronicle serve` reached over HTTPS (or HTTP on this machine), authenticated with a bearer token.
+    ///
+    /// - Parameters:
+    ///   - trustedCertificates: A PEM file of certificate authorities to trust (a self-signed server).
+    ///   - allowingInsecureHTTP: Allow `http://` to another machine, sending the token and the
+    ///     values in the clear. Without it, such a sync fails with a clear error.
+    public static func http(_ url: URL, token: String, trustedCertificates: URL? = nil, allowingInsecureHTTP: Bool = false) -> Peer {
+        var transport = HTTPTransport(baseURL: url, token: token, trustedCertificates: trustedCertificates)
+        transport.allowsInsecureHTTP = allowingInsecureHTTP
+        return Peer(name: url.absoluteString, transport: transport)
     }
 }

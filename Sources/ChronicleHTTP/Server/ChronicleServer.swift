@@ -41,6 +41,10 @@ public struct ChronicleServer: Sendable {
     let token: [UInt8]
     /// The largest push body accepted, in bytes. Default 80 MiB.
     public var maxBodySize: Int = 80 << 20
+    /// How long a connection may stay idle before the server closes it. Default 60 s.
+    public var idleTimeout: Duration = .seconds(60)
+    /// The most connections served at once; more wait until one closes. Default 256.
+    public var maxConnections: Int = 256
     /// Where requests and errors are logged (never values or tokens).
     public var logger: Logger
 
@@ -64,16 +68,24 @@ public struct ChronicleServer: Sendable {
         host: String, port: Int, tls: TLS? = nil, gracefulShutdownSignals: Bool = false,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        var serverBuilder = HTTPServerBuilder.http1()
+        // An idle connection is closed after `idleTimeout`, so a client that opens connections and
+        // sends nothing cannot hold them forever.
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)))
+        var serverBuilder = http1
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem)
-            serverBuilder = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+            configuration.minimumTLSVersion = .tlsv12  // TLS 1.0 and 1.1 are broken and deprecated (RFC 8996)
+            serverBuilder = try .tls(http1, tlsConfiguration: configuration)
         }
         let app = Application(
             router: makeRouter(),
             server: serverBuilder,
-            configuration: .init(address: .hostname(host, port: port), serverName: "chronicle"),
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "chronicle",
+                // Past the cap, new connections wait in the backlog until one closes.
+                availableConnectionsDelegate: .maximum(maxConnections, logger: logger)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)
         if gracefulShutdownSignals {

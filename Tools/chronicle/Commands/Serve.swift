@@ -23,8 +23,15 @@ extension ChronicleCommand {
         @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
         @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
 
+        @Flag(help: "Serve plain HTTP on an address other machines reach (the token and every value cross the network in the clear).")
+        var insecure = false
+
         func validate() throws {
             if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
+            let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+            if tlsCert == nil, !loopback, !insecure {
+                throw ValidationError("plain HTTP on \(host) sends the token and every value in the clear: give --tls-cert and --tls-key, or --insecure")
+            }
             if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
         }
 

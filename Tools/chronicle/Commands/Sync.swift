@@ -17,6 +17,7 @@ extension ChronicleCommand {
         @Option(help: ArgumentHelp("The peer's base URL.", valueName: "URL")) var peer: String
         @OptionGroup var tokenOptions: TokenOptions
         @Option(help: ArgumentHelp("Trust these PEM certificate authorities (a self-signed server).", valueName: "FILE")) var ca: String?
+        @Flag(help: "Allow http:// to another machine (the token and every value cross the network in the clear).") var insecure = false
 
         func validate() throws {
             guard let url = URL(string: peer), ["http", "https"].contains(url.scheme ?? "") else {
@@ -32,7 +33,7 @@ extension ChronicleCommand {
             let progress = ProgressLine(label: "sync")
             configuration.progress = { _, events in progress.count(events) }
             let replicator = Replicator(
-                store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) })], configuration: configuration)
+                store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) }, allowingInsecureHTTP: insecure)], configuration: configuration)
             let report = try await replicator.sync()
             progress.finish()
             print(
