@@ -152,6 +152,64 @@ struct ToolTests {
         }
     }
 
+    @Test func readOnlyCommandsNeverCreateAStoreAndStatusesAreDistinct() async throws {
+        let missing = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: missing) }
+        for command in [["get", "some.key"], ["log"], ["keys"], ["stats"], ["verify"]] {
+            let result = try await runChronicle(command + ["--store", missing.path])
+            #expect(result.status == 2, "\(command): \(result.status)")
+            #expect(result.stderr.contains("there is no store"), "\(command): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+        let version = try await runChronicle(["--version"])
+        #expect(version.status == 0 && version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == chronicleVersion)
+        let help = try await runChronicle(["--help"])
+        #expect(help.stdout.contains("Exit statuses"))
+        try await withTemporaryStore { store, directory async throws in
+            store[.theme] = .dark
+            let absent = try await runChronicle(["get", "no.such.key", "--store", directory.path])
+            #expect(absent.status == 1)
+            let usage = try await runChronicle(["get", "--store", directory.path, "--no-such-flag"])
+            #expect(usage.status == 64)
+            // A value from standard input: never in `ps` or the shell history.
+            let set = try await runChronicle(["set", "api.note", "-", "--store", directory.path], input: "from stdin\n")
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(store[Key<String>("api.note", default: "")] == "from stdin")
+        }
+        try await withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory async throws in
+            try store.set("x", for: .apiToken)
+            let wrong = try await runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
+            #expect(wrong.status == 2)
+        }
+    }
+
+    /// Key names and JSON values from peers used to reach the terminal raw: escapes that recolour
+    /// or clear it, and newlines that fake extra JSON lines.
+    @Test func namesAndValuesFromPeersCannotSteerTheTerminal() async throws {
+        try await withStores(2) { stores in
+            let (peer, local) = (stores[0], stores[1])
+            let evilName = "evil\u{1B}[2J\u{9B}31m"
+            peer[Key<String>(evilName, default: "")] = "x\u{9B}1m\u{1B}]0;pwned\u{07}"
+            peer[Key<Int>("sync.json", default: 0)] = 1
+            var range = try EventRange(decoding: Array(try peer.exportRange(after: 0)))
+            range.events[1].encoding = ValueEncoding.json.rawValue
+            range.events[1].payload = Array("1\n{\"sequence\":999,\"key\":\"fake\"}".utf8)
+            _ = try local.importRange(Data(range.encoded()))
+            let directory = local.directory.path
+            for arguments in [["log"], ["log", "--json"], ["keys"], ["keys", "--json"]] {
+                let result = try await runChronicle(arguments + ["--store", directory])
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                let bad = result.stdout.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value) }
+                #expect(bad.isEmpty, "\(arguments) printed control characters")
+                let lines = result.stdout.split(separator: "\n")
+                #expect(!lines.contains { $0.contains("\"sequence\":999") }, "\(arguments) printed a fake line")
+                if arguments.contains("--json") {
+                    for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)") }
+                }
+            }
+        }
+    }
+
     @Test func compactKeepsCurrentValuesAndVerify() async throws {
         try await withTemporaryStore { store, directory async throws in
             for i in 0..<50 { store[.launches] = i }

@@ -204,12 +204,18 @@ enum ValueCoder {
             return String(decoding: data, as: UTF8.self)
         }
         switch encoding {
-        case .json: return String(decoding: payload, as: UTF8.self)
+        case .json:
+            // Re-serialized, never passed through: a peer's bytes could hold anything, a second
+            // JSON line included. What does not parse is shown as its size.
+            guard let object = try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed]),
+                let data = try? JSONSerialization.data(withJSONObject: object, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
+            else { return quoted("<\(payload.count) bytes of invalid JSON>") }
+            return String(decoding: data, as: UTF8.self)
         case .bool: return payload.first == 1 ? "true" : "false"
         case .int: return Int64(bigEndianBytes: payload).map(String.init) ?? "null"
         case .uint: return UInt64(bigEndianBytes: payload).map(String.init) ?? "null"
-        case .double: return UInt64(bigEndianBytes: payload).map { String(Double(bitPattern: $0)) } ?? "null"
-        case .float: return UInt32(bigEndianBytes: payload).map { String(Float(bitPattern: $0)) } ?? "null"
+        case .double: return UInt64(bigEndianBytes: payload).map { Double(bitPattern: $0) }.flatMap { $0.isFinite ? String($0) : nil } ?? "null"
+        case .float: return UInt32(bigEndianBytes: payload).map { Float(bitPattern: $0) }.flatMap { $0.isFinite ? String($0) : nil } ?? "null"
         case .string, .url: return quoted(String(decoding: payload, as: UTF8.self))
         case .data: return quoted(Data(payload).base64EncodedString())
         case .date:

@@ -32,7 +32,7 @@ extension ChronicleCommand {
             let cutoff = before.flatMap(parseDate) ?? Date().addingTimeInterval(-Double(olderThanDays ?? 30) * 86_400)
             let directory = options.directory
             do {
-                let store = try options.open()
+                let store = try options.openExisting()
                 let report = try store.compact(before: cutoff)
                 print("records: \(report.recordsBefore) → \(report.kept + (report.dropped > 0 ? 1 : 0)); dropped \(report.dropped) events")
                 if report.checkpointsCarried > 0 { print("carried \(report.checkpointsCarried) push checkpoints over to the new sequence numbers") }

@@ -23,7 +23,7 @@ extension ChronicleCommand {
         }
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openExisting()
             let progress = ProgressLine(label: "export")
             progress.update(0, of: 1)
             let count = try store.exportFile(sequences: from...(to ?? UInt64.max), to: URL(fileURLWithPath: file))

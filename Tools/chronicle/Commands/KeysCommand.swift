@@ -13,13 +13,13 @@ extension ChronicleCommand {
         @Flag(help: "JSON Lines: one key per line.") var json = false
 
         func run() throws {
-            let keys = try options.open().catalog()
+            let keys = try options.openExisting().catalog()
             if json {
                 for key in keys {
-                    print(
+                    print(jsonSafe(
                         "{\"key\":\(jsonString(key.name)),\"domain\":\"\(key.domain)\",\"policy\":\"\(key.policy)\",\"size\":\(key.size),"
                             + "\"revisions\":\(key.revisions),\"lastWriter\":\"\(key.lastWriter.hex)\",\"lastChanged\":\"\(iso(Self.date(key.lastChanged)))\","
-                            + "\"sealed\":\(key.isSealed),\"removed\":\(key.isRemoved)}")
+                            + "\"sealed\":\(key.isSealed),\"removed\":\(key.isRemoved)}"))
                 }
                 return
             }

@@ -31,14 +31,14 @@ extension ChronicleCommand {
         }
 
         func run() throws {
-            let entries = try options.open().logEntries().filter { entry in
+            let entries = try options.openExisting().logEntries().filter { entry in
                 if let key, entry.key != key { return false }
                 if let domain, entry.domain != domain { return false }
                 if let since, !Self.entry(entry, isAtOrAfter: since) { return false }
                 if let until, !Self.entry(entry, isAtOrBefore: until) { return false }
                 return true
             }
-            for entry in entries { print(json ? Self.jsonLine(entry) : Self.textLine(entry)) }
+            for entry in entries { print(json ? jsonSafe(Self.jsonLine(entry)) : Self.textLine(entry)) }
         }
 
         static func entry(_ entry: LogEntry, isAtOrAfter bound: String) -> Bool {
@@ -76,7 +76,7 @@ extension ChronicleCommand {
             case (.set, true): value = "(sealed, \(entry.size) bytes)"
             case (.set, false): value = entry.valueJSON ?? ""
             }
-            return "\(entry.sequence)\t\(iso(entry.date))\t\(entry.origin.short)\t\(entry.domain)\t\(entry.key)\t\(entry.operation)\t\(value)"
+            return "\(entry.sequence)\t\(iso(entry.date))\t\(entry.origin.short)\t\(entry.domain)\t\(terminalSafe(entry.key))\t\(entry.operation)\t\(terminalSafe(value))"
         }
     }
 }

@@ -26,7 +26,7 @@ extension ChronicleCommand {
         }
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openExisting()
             if dropAll || !drop.isEmpty {
                 let dropped = try store.dropQuarantined(dropAll ? nil : drop)
                 print("dropped \(dropped)")
@@ -34,7 +34,7 @@ extension ChronicleCommand {
             }
             let items = try store.quarantinedItems()
             if json {
-                for item in items { print(Self.jsonLine(item)) }
+                for item in items { print(jsonSafe(Self.jsonLine(item))) }
                 return
             }
             guard !items.isEmpty else {

@@ -11,7 +11,7 @@ extension ChronicleCommand {
         @Argument(help: "The key name.") var key: String
 
         func run() throws {
-            try options.open().removeValue(forKeyNamed: key)
+            try options.openExisting().removeValue(forKeyNamed: key)
         }
     }
 }

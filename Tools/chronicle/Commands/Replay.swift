@@ -28,7 +28,7 @@ extension ChronicleCommand {
         }
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openExisting()
             guard let into else {
                 try store.rebuildViews()
                 print("views rebuilt from \(try store.statistics().records) records; \(try store.verify())")

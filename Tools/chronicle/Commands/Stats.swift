@@ -9,7 +9,7 @@ extension ChronicleCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            let stats = try options.open().statistics()
+            let stats = try options.openExisting().statistics()
             printTable([
                 ["replica", stats.replicaID.hex], ["epoch", stats.epoch], ["head sequence", "\(stats.head)"],
                 ["log records", "\(stats.records)"], ["keys (defaults)", "\(stats.defaultsKeys)"], ["keys (secrets)", "\(stats.secretKeys)"],

@@ -16,7 +16,7 @@ extension ChronicleCommand {
 
         func run() throws {
             let progress = ProgressLine(label: "verify")
-            let report = try options.open().verify { done, total in progress.update(done, of: total) }
+            let report = try options.openExisting().verify { done, total in progress.update(done, of: total) }
             progress.finish()
             if report.isSound {
                 print(report.description)

@@ -43,4 +43,13 @@ struct StoreOptions: ParsableArguments {
     func open() throws -> Store {
         try Store(directory: directory, configuration: configuration())
     }
+
+    /// Opens the store for a command that only reads it: a path with no store is an error,
+    /// never a new empty store.
+    func openExisting() throws -> Store {
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
+            throw ChronicleError.invalidArgument("there is no store at \(directory.path) (give --store DIR or --app ID of an existing store)")
+        }
+        return try open()
+    }
 }

@@ -1,0 +1,2 @@
+/// The version of the Chronicle library (and of the `chronicle` tool built with it).
+public let chronicleVersion = "0.3.0"
