@@ -26,6 +26,15 @@ private final class RawConnection: Sendable {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// Sends one request and reads (the start of) its answer: then the server has surely accepted
+    /// the connection, which stays open (keep-alive).
+    func exchangeOneRequest() -> Bool {
+        let request = "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(descriptor, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        return recv(descriptor, &buffer, buffer.count, 0) > 0
+    }
+
     /// Blocks until the server closes the connection (`true`) or 30 s pass (`false`).
     func waitForClose() -> Bool {
         var byte: UInt8 = 0
@@ -112,6 +121,7 @@ struct HardeningTests {
         defer { task.cancel() }
         // With the one allowed connection held, a request is not served…
         var holder: RawConnection? = try RawConnection(port: port)
+        #expect(holder?.exchangeOneRequest() == true)  // accepted, and kept open
         var transport = HTTPTransport(baseURL: URL(string: "http://127.0.0.1:\(port)")!, token: "t0ken")
         transport.timeout = .seconds(1)
         await #expect(throws: (any Error).self) { _ = try await transport.info() }

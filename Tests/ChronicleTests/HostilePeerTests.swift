@@ -119,7 +119,7 @@ struct HostilePeerTests {
             }  // a mailbox pull leaves out the puller's own writer: the claims never even arrive
             try await expectUnharmed(victim, honest)
             // After a restart too.
-            let reopened = try Store(directory: victim.directory, configuration: victim.configuration)
+            let reopened = try Store(directory: victim.directory, configuration: passphraseConfiguration("the group"))  // an open store keeps no passphrase
             try reopened.set("after a restart", for: .groupToken)
             #expect(reopened[.groupToken] == "after a restart")
         }
