@@ -48,6 +48,21 @@ public enum Sodium {
     }
 
     /// Overwrites the array's bytes with zeros in a way the compiler cannot elide.
+    /// Zeroes the storage an array shares with every copy of it, without making a copy first
+    /// (``wipe(_:)`` on a shared array zeroes a fresh copy and leaves the original bytes).
+    ///
+    /// Every value that shares the storage reads zeros afterwards: call it only when no holder
+    /// needs the bytes any more (a plaintext after its transaction committed).
+    public static func wipeShared(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            // Writing through the read-only view is deliberate: the point is to reach the shared
+            // storage itself rather than let copy-on-write give us a private copy to zero.
+            sodium_memzero(UnsafeMutableRawPointer(mutating: base), buffer.count)
+        }
+    }
+
+    /// Zeroes an array's bytes (after making its storage unique, so only this value's bytes).
     public static func wipe(_ bytes: inout [UInt8]) {
         let count = bytes.count
         guard count > 0 else { return }

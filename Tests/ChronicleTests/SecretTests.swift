@@ -349,6 +349,21 @@ struct SecretTests {
         #expect(rendered(configuration).contains("/tmp/group.key"))
     }
 
+    /// The wipe in `seal` used to zero a copy-on-write copy: the plaintext's own storage,
+    /// shared with the caller's copies, lived on.
+    @Test func thePlaintextStorageIsWipedOnceCommitted() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
+            let keyring = try store.crypto.get()
+            let plaintext: [UInt8] = Array("PLAINTEXT-\(UUID().uuidString)".utf8)
+            let change = PendingChange(
+                domain: .secrets, key: "wipe.me", policy: .never, op: .set, encoding: ValueEncoding.string.rawValue, payload: plaintext,
+                sealer: keyring)
+            try store.commit([change])
+            #expect(plaintext.allSatisfy { $0 == 0 })  // the storage every copy shares, not a copy of it
+            #expect(try store.value(for: SecretKey<String>("wipe.me", default: "")).hasPrefix("PLAINTEXT-"))
+        }
+    }
+
     @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
         let marker = "REDACT-ME-\(UUID().uuidString)"
         let handler = InMemoryLogHandler()

@@ -13,7 +13,8 @@ extension Keyring {
         event.sealed = true
         let associatedData = Envelope.associatedData(for: event, header: header)
         let ciphertext = try AEAD.seal(event.payload, associatedData: associatedData, nonce: nonce, key: key)
-        Sodium.wipe(&event.payload)
+        // The plaintext's storage is shared with the pending change (a retried transaction seals
+        // it again): the committer wipes it once the commit is over (`wipePlaintexts`).
         event.payload = Envelope(keyID: id, nonce: nonce, ciphertext: ciphertext).encoded()
     }
 

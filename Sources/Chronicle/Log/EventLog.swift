@@ -165,6 +165,7 @@ final class EventLog: Sendable {
             }
             let out = try applyLocal(changes, txn, &head, &counter)
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
+            Self.wipePlaintexts(changes)  // this attempt's plaintexts (a retry opens them again)
             return (out, counter)
         }
         writerCounter.withLock { $0 = counter }
@@ -210,7 +211,15 @@ final class EventLog: Sendable {
         }
         let events = results.flatMap { (try? $0.get()) ?? [] }
         if !events.isEmpty { observers.publish(events) }
+        Self.wipePlaintexts(groups.joined())
         return results
+    }
+
+    /// Zeroes the plaintexts of sealed changes once no transaction can need them again (a write
+    /// may run its body twice, after growing the map): the storage itself, shared with the
+    /// caller's copies, not a copy-on-write copy of it.
+    static func wipePlaintexts<C: Sequence<PendingChange>>(_ changes: C) {
+        for change in changes where change.sealer != nil { Sodium.wipeShared(change.payload) }
     }
 
     private func applyLocal(
