@@ -364,6 +364,21 @@ struct SecretTests {
         }
     }
 
+    /// An out-of-range cost used to make a store whose own key could not be unwrapped again.
+    @Test func anOutOfRangeKeyDerivationCostIsRefused() throws {
+        for cost in [KeyDerivationCost(passes: 0, memoryBytes: 64 << 20), KeyDerivationCost(passes: 2, memoryBytes: 1024),
+                     KeyDerivationCost(passes: 100, memoryBytes: 64 << 20), KeyDerivationCost(passes: 4, memoryBytes: 8 << 30)] {
+            var configuration = Store.Configuration(keySource: .passphrase("pw"))
+            configuration.keyDerivationCost = cost
+            let directory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            #expect { _ = try Store(directory: directory, configuration: configuration) } throws: { error in
+                "\(error)".contains("key derivation cost")
+            }
+            #expect(!FileManager.default.fileExists(atPath: directory.path))  // nothing created
+        }
+    }
+
     @Test func secretsAreRedactedInDescriptionsErrorsAndLogs() throws {
         let marker = "REDACT-ME-\(UUID().uuidString)"
         let handler = InMemoryLogHandler()

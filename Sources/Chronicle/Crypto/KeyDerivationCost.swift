@@ -9,7 +9,9 @@ public struct KeyDerivationCost: Sendable, Hashable {
     /// Memory in bytes.
     public var memoryBytes: UInt64
 
-    /// Creates a cost from explicit values (libsodium accepts at least 1 pass and 8 KiB).
+    /// Creates a cost from explicit values: from libsodium's minimum (1 pass, 8 KiB) up to
+    /// ``sensitive``; a store opened with a cost outside that range throws
+    /// ``ChronicleError/invalidArgument(_:)``.
     public init(passes: UInt64, memoryBytes: UInt64) {
         self.passes = passes
         self.memoryBytes = memoryBytes
@@ -30,4 +32,19 @@ public struct KeyDerivationCost: Sendable, Hashable {
     }
 
     var limits: PasswordHash.Limits { PasswordHash.Limits(opsLimit: passes, memLimit: memoryBytes) }
+
+    /// Why this cost cannot be used, or `nil`: between libsodium's minimum and
+    /// ``sensitive`` (a store refuses to unwrap a key outside those bounds, so a key wrapped
+    /// at such a cost could never be opened again).
+    var problem: String? {
+        let minimum = PasswordHash.Limits.minimum
+        let maximum = PasswordHash.Limits.sensitive
+        guard passes >= minimum.opsLimit, memoryBytes >= minimum.memLimit else {
+            return "the key derivation cost (\(passes) passes, \(memoryBytes) bytes) is below libsodium's minimum (\(minimum.opsLimit) passes, \(minimum.memLimit) bytes)"
+        }
+        guard passes <= maximum.opsLimit, memoryBytes <= maximum.memLimit else {
+            return "the key derivation cost (\(passes) passes, \(memoryBytes) bytes) is above .sensitive (\(maximum.opsLimit) passes, \(maximum.memLimit) bytes), which no store unwraps"
+        }
+        return nil
+    }
 }

@@ -80,6 +80,9 @@ final class Keyring: EventSealer {
     ///   configuration keeps no passphrase); else the configuration's.
     static func open(eventLog: EventLog, configuration: Store.Configuration, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
         do {
+            for cost in [configuration.keyDerivationCost, configuration.travelKeyCost] {
+                if let problem = cost.problem { throw ChronicleError.invalidArgument(problem) }
+            }
             let source = try given ?? configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
                 ?? .defaultKeyFile(defaultKeyFileURL())
             let keyring = Keyring(

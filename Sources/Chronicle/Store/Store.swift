@@ -42,6 +42,10 @@ public final class Store: Sendable {
 
     /// - Parameter keySource: the key source already read (a copy of an open store).
     init(directory: URL, configuration: Configuration, keySource: Keyring.Source?) throws(ChronicleError) {
+        // Before anything is created: a key wrapped at such a cost could never be opened again.
+        for cost in [configuration.keyDerivationCost, configuration.travelKeyCost] {
+            if let problem = cost.problem { throw .invalidArgument(problem) }
+        }
         let lease = try EventLogRegistry.lease(directory: directory, configuration: configuration)
         self.backend = .success(lease)
         self.directory = directory
