@@ -303,26 +303,32 @@ public final class Environment: @unchecked Sendable {
     /// Shrinks the environment in the directory at `path` to its pages in use:
     /// a compacting copy into a scratch directory, then an atomic `rename` over `data.mdb`.
     ///
-    /// Refuses (`EBUSY`) while another process has the environment open, and holds
-    /// other openers off until it is done: every process with the environment open
-    /// holds LMDB's shared `fcntl` lock on byte 0 of `lock.mdb`, so an exclusive lock
-    /// there means nobody else has it open, and while it is held `mdb_env_open`
-    /// elsewhere waits. This process must not have it open either (the caller checks;
-    /// closing any descriptor of `lock.mdb` would drop this process's LMDB lock).
+    /// Refuses (`EBUSY`) while another process has the environment open, and changes nothing
+    /// when another process opened it or committed to it while the copy ran: every process
+    /// with the environment open holds LMDB's shared `fcntl` lock on byte 0 of `lock.mdb`,
+    /// which `F_GETLK` shows, and every commit moves the last transaction id. Nobody is held
+    /// off (an opener held in `mdb_env_open` would wake to a lock file that describes the old
+    /// file). What remains is the moment between the last check and the `rename`: a process
+    /// that opens the store in those microseconds writes to the replaced file.
+    /// This process must not have the environment open (the caller checks).
     public static func compactFile(at path: String) throws {
-        let lockFile = open(path + "/lock.mdb", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lockFile >= 0 else { throw LMDBError(code: errno, detail: "cannot open \(path)/lock.mdb") }
-        defer { close(lockFile) }
         let busy = LMDBError(code: EBUSY, detail: "another process has the store open; stop it (the app, `chronicle serve`, …) and try again")
-        func holdExclusively() -> Bool {
+        // One descriptor for every probe, closed only after this function's environment: closing
+        // a descriptor of lock.mdb drops every fcntl lock this process holds on it.
+        let probe = open(path + "/lock.mdb", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard probe >= 0 else { throw LMDBError(code: errno, detail: "cannot open \(path)/lock.mdb") }
+        defer { close(probe) }
+        func othersHoldLocks() -> Bool {
             var request = flock()
             request.l_type = Int16(F_WRLCK)
             request.l_whence = Int16(SEEK_SET)
             request.l_start = 0
             request.l_len = 1
-            return fcntl(lockFile, F_SETLK, &request) == 0
+            // F_GETLK reports a lock that conflicts with ours only when another process holds it.
+            guard fcntl(probe, F_GETLK, &request) == 0 else { return true }
+            return request.l_type != Int16(F_UNLCK)
         }
-        guard holdExclusively() else { throw busy }
+        guard !othersHoldLocks() else { throw busy }
         let scratch = path + "/.compact-\(UInt64.random(in: 0...UInt64.max))"
         guard mkdir(scratch, 0o700) == 0 else { throw LMDBError(code: errno) }
         defer {
@@ -330,23 +336,27 @@ public final class Environment: @unchecked Sendable {
             unlink(scratch + "/lock.mdb")
             rmdir(scratch)
         }
-        let environment = try Environment(path: path)
-        // Opening took LMDB's shared lock for this process in place of ours: take it back
-        // before copying, so that no other process starts writing to the file being replaced.
-        guard holdExclusively() else { throw busy }
-        try environment.copy(to: scratch, compact: true)
-        let copy = open(scratch + "/data.mdb", O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard copy >= 0 else { throw LMDBError(code: errno) }
-        defer { close(copy) }
-        // mdb_env_copy2 creates the file 0666 & ~umask; a store's files are 0600.
-        guard fchmod(copy, 0o600) == 0, fsync(copy) == 0 else { throw LMDBError(code: errno) }
-        guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
+        do {
+            let environment = try Environment(path: path)
+            let before = environment.lastTransactionID
+            try environment.copy(to: scratch, compact: true)
+            let copy = open(scratch + "/data.mdb", O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            guard copy >= 0 else { throw LMDBError(code: errno) }
+            defer { close(copy) }
+            // mdb_env_copy2 creates the file 0666 & ~umask; a store's files are 0600.
+            guard fchmod(copy, 0o600) == 0, fsync(copy) == 0 else { throw LMDBError(code: errno) }
+            // Someone opened the store, or wrote to it and left, while the copy ran: the copy
+            // may miss their writes, so the old file stays.
+            guard environment.lastTransactionID == before else { throw busy }
+            guard !othersHoldLocks() else { throw busy }
+            guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
+            withExtendedLifetime(environment) {}
+        }
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             _ = fsync(directory)
             close(directory)
         }
-        withExtendedLifetime(environment) {}
     }
 
     /// The size in bytes of the environment's data that is in use (last page × page size).

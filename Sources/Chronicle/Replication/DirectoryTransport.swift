@@ -40,6 +40,17 @@ public struct DirectoryTransport: SyncTransport {
         ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: UInt64(rangeFiles().count))
     }
 
+    /// A range file as the mailbox's positions see it: its name, and its size and modification
+    /// time, so a file whose bytes change (a copy that was still being written, a placeholder
+    /// that downloaded) changes the digest of its position and is read again.
+    struct FileEntry {
+        var name: String
+        var size: UInt64
+        var modified: Int64
+
+        var line: String { "\(name)\t\(size)\t\(modified)" }
+    }
+
     public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
         let transport = self
         return try await BlockingWork.run { try transport.pullNow(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents) }
@@ -47,14 +58,15 @@ public struct DirectoryTransport: SyncTransport {
 
     private func pullNow(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) throws -> Data {
         let id = try identity()
-        let names = rangeFiles()
+        let entries = rangeFiles()
+        let names = entries.map(\.line)
         let last = UInt64(names.count)
         let start = min(after, last)
         var index = Int(start)
         // A file that is not a range (anyone who can write the folder can drop one) is passed over:
         // it stalls nobody.
         while index < names.count {
-            let name = names[index]
+            let name = entries[index].name
             index += 1
             guard let stored = readRange(name) else { continue }
             let events = stored.events.filter { filter.admits($0) && $0.origin != origin }
@@ -99,11 +111,18 @@ public struct DirectoryTransport: SyncTransport {
         return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "-" + source.hex + "-" + random.hexString + ".range"
     }
 
-    /// The names of the range files, in name order (the mailbox's positions).
-    private func rangeFiles() -> [String] {
+    /// The range files, in name order (the mailbox's positions).
+    private func rangeFiles() -> [FileEntry] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return [] }
         // Temporary files of a publish start with "." and end in ".tmp"; everything else named *.range counts.
-        return names.filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".range") }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return names.filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".range") }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .map { name in
+                let attributes = try? FileManager.default.attributesOfItem(atPath: rangesFolder.appendingPathComponent(name).path)
+                let size = (attributes?[.size] as? NSNumber)?.uint64Value ?? 0
+                let modified = (attributes?[.modificationDate] as? Date).map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) } ?? 0
+                return FileEntry(name: name, size: size, modified: modified)
+            }
     }
 
     /// The range in file `name`, or `nil` for a file that is not one (or too large to be one).
@@ -116,7 +135,8 @@ public struct DirectoryTransport: SyncTransport {
         return try? EventRange(decoding: Array(bytes))
     }
 
-    /// BLAKE2b-256 of the names, each followed by a newline: the chain hash of a mailbox position.
+    /// BLAKE2b-256 of the files' lines (`name TAB size TAB mtime`), each followed by a newline:
+    /// the chain hash of a mailbox position (mtime in microseconds since 1970).
     private static func digest(_ names: ArraySlice<String>) -> [UInt8] {
         guard !names.isEmpty else { return LogHead.empty.chain }
         return GenericHash.hash(Array(names.joined(separator: "\n").utf8) + [0x0A])

@@ -126,6 +126,14 @@ public actor Replicator: Service {
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
             }
+            // The remote's positions moved under us (a mailbox pruned between `info()` and this
+            // pull): what lies before our checkpoint now is unknown, so read it again from the start.
+            if range.after < after {
+                after = 0
+                expectedChain = nil
+                if !passive { remoteWentBack = true }
+                continue
+            }
             // The remote's log under our checkpoint is not the one we pulled (it was restored or
             // rolled back and wrote new records under old sequence numbers): start over from zero.
             if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
