@@ -27,6 +27,25 @@ struct CrashSafetyTests {
         #expect(acknowledged.reduce(0, +) > 0)
     }
 
+    /// Non-throwing writes followed by `flush()`, and the async durable `set`: what was
+    /// acknowledged after them survives SIGKILL.
+    @Test func killedAfterFlushLosesNothingAcknowledged() async throws {
+        var random = SeededGenerator(seed: 14)
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var acknowledged = 0
+        for _ in 0..<killsPerMode {
+            let lines = try await runAndKill("mixed", store: directory, random: &random)
+            acknowledged = max(acknowledged, lines.compactMap { Int($0.split(separator: " ").last ?? "") }.max() ?? 0)
+            let store = try Store(directory: directory)
+            for name in ["m.1", "m.2", "m.3", "m.4", "m.d"] {
+                #expect(store[Key<Int>(name, default: 0)] >= acknowledged, "\(name)")
+            }
+            #expect(try store.verify().isSound)
+        }
+        #expect(acknowledged > 0)
+    }
+
     @Test func killedBatchesAreAllOrNothing() async throws {
         var random = SeededGenerator(seed: 12)
         let directory = temporaryDirectory()

@@ -35,7 +35,7 @@ struct FullDiskTests {
             let blob = Data(repeating: 0xAB, count: 100 * 1024)
             for i in 0..<100 {
                 do {
-                    try store.set(blob, for: Key<Data>("blob.\(i)", default: Data()))
+                    try await store.set(blob, for: Key<Data>("blob.\(i)", default: Data()))
                     acknowledged.append(i)
                 } catch {
                     failure = error

@@ -31,11 +31,11 @@ struct ObservationTests {
                 let observers = streams.map { stream in
                     Task.detached { for await _ in stream {} }
                 }
-                for i in 0..<40 { try store.set(round * 40 + i, for: .launches) }
+                for i in 0..<40 { try await store.set(round * 40 + i, for: .launches) }
                 for observer in observers { observer.cancel() }
                 for observer in observers { await observer.value }
             }
-            try store.set(-1, for: .launches)
+            try await store.set(-1, for: .launches)
             #expect(store[.launches] == -1)
             #expect(store.channels.withLock { $0.isEmpty })  // every cancelled stream left its channel
         }
@@ -86,7 +86,7 @@ struct ObservationTests {
     @Test func secretUpdatesAreDecrypted() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
             let stream = store.updates(of: .apiToken)
-            try store.set("one", for: .apiToken)
+            try await store.set("one", for: .apiToken)
             let values = await collect(stream) { $0.last == "one" }
             #expect(values.last == "one")
         }

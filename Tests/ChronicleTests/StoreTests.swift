@@ -4,6 +4,33 @@ import Foundation
 import Testing
 
 struct StoreTests {
+
+    /// The non-throwing forms used to run a durable commit (two flushes) on the caller's thread,
+    /// the main thread in an app. Now they return once the change is visible to this process,
+    /// and `flush()` makes it durable.
+    @Test func nonThrowingWritesAreVisibleAtOnceAndDurableAfterFlush() async throws {
+        try await withTemporaryStore { store, directory async throws in
+            let updates = store.updates(of: .launches)
+            for n in 1...50 { store[.launches] = n }
+            #expect(store[.launches] == 50)  // read back at once
+            #expect(try store.value(for: .launches) == 50)
+            let heard = await collect(updates) { $0.last == 50 }
+            #expect(heard.last == 50)
+            try await store.flush()
+            // Another process reads the flushed value from the file.
+            let get = try await runChronicle(["get", Keys.launches.name, "--store", directory.path])
+            #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "50")
+            // The log holds every change, in order, once settled.
+            #expect(try store.history(of: .launches).compactMap(\.value) == Array(1...50))
+            // A durable set after non-throwing ones commits after them.
+            store[.launches] = 51
+            try await store.set(52, for: .launches)
+            #expect(try store.history(of: .launches).last?.value == 52)
+            // The async durable form.
+            try await store.set(53, for: .launches)
+            #expect(store[.launches] == 53)
+        }
+    }
     @Test func absentKeysReadTheirDefaultAndWriteNothing() throws {
         try withTemporaryStore { store, _ throws in
             #expect(store[.theme] == .system)

@@ -9,6 +9,8 @@ import Foundation
 //   rebuild  writes with rebuildViews in between                   ack <n>
 //   compact  writes with compaction in between                     ack <n>
 //   import   imports a range file (and writes) in a loop           ack <n>
+//   mixed    non-throwing sets of m.1…m.4 acknowledged after a flush, then a
+//            durable async set of m.d                             ack <n>
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
@@ -70,6 +72,24 @@ case "rebuild", "compact", "import":
             exit(3)
         }
     }
+case "mixed":
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        var n = store[counter("m.d")]
+        while true {
+            n += 1
+            for i in 1...4 { store[counter("m.\(i)")] = n }  // returns at once; durable after the flush
+            do {
+                try await store.flush()
+                try await store.set(n, for: counter("m.d"))
+            } catch {
+                FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
+                exit(3)
+            }
+            ack("ack \(n)")
+        }
+    }
+    done.wait()
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)

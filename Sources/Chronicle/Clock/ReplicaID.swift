@@ -18,6 +18,9 @@ public struct ReplicaID: Sendable, Hashable, Comparable, CustomStringConvertible
 
     private init(uncheckedBytes: [UInt8]) { self.bytes = uncheckedBytes }
 
+    /// All zeros: no replica (the origin of a change not yet committed).
+    static let none = ReplicaID(uncheckedBytes: [UInt8](repeating: 0, count: 16))
+
     public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }

@@ -22,13 +22,19 @@ final class EventLog: Sendable {
     let writer: ReplicaID
     /// The last counter used by `writer` (only this opening writes with it; only the group-commit leader changes it).
     private let writerCounter = Mutex<UInt64>(0)
-    private let committer: Mutex<GroupCommitter<[PendingChange], [CommittedEvent]>?> = Mutex(nil)
+    let committer: Mutex<GroupCommitter<[PendingChange], [CommittedEvent]>?> = Mutex(nil)
     private let flushTask = Mutex<Task<Void, Never>?>(nil)
     let observers = ObserverHub()
     let readCache = Mutex(ReadCache())
     /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
     let chainKeys = ChainKeys()
     let poller = Mutex<Task<Void, Never>?>(nil)
+    /// Changes of the non-throwing forms, visible here until their commit (see `PendingWrites`).
+    let pending = Mutex(PendingWrites())
+    /// How many queued changes are not yet settled: reads skip the pending lock when zero.
+    let pendingCount = Atomic<Int>(0)
+    /// Where the commits of queued changes are waited for, in order.
+    let pendingQueue = DispatchQueue(label: "chronicle.pending")
     /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
     let promotionTimer = Mutex<Task<Void, Never>?>(nil)
 
@@ -124,7 +130,8 @@ final class EventLog: Sendable {
     func commit(_ changes: [PendingChange]) throws -> [CommittedEvent] {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
         do {
-            return try committer.submit(changes)
+            // Behind every change queued before by the non-throwing forms.
+            return try committer.wait(pending.withLock { _ in committer.enqueue(changes) })
         } catch let error as LMDBError where error == .noSpace || error == .ioError {
             throw diskError(error)
         }
@@ -249,7 +256,7 @@ final class EventLog: Sendable {
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
             if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
             let (sequence, won) = try append(event, txn, &head)
-            committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
+            committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won, ticket: change.ticket))
         }
         return committed
     }
@@ -298,8 +305,11 @@ final class EventLog: Sendable {
     // MARK: - Reading
 
     /// The view entry of a key, or `nil` when the key was never written.
+    /// A change queued by a non-throwing form and not yet committed comes first: this process
+    /// reads its own writes at once.
     func entry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
-        try environment.read { txn in
+        if let pending = pendingEntry(domain, name) { return pending }
+        return try environment.read { txn in
             guard let bytes = try txn.get(dbs.view(domain), key: Array(name.utf8)) else { return nil }
             return try ViewEntry.decoding(bytes, key: name)
         }

@@ -10,13 +10,13 @@ import Synchronization
 final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
     typealias Runner = @Sendable ([Request]) -> [Result<Output, any Error>]
 
-    private enum TicketState: Sendable {
+    fileprivate enum TicketState: Sendable {
         case waiting
         case lead
         case done(Result<Output, any Error>)
     }
 
-    private final class Ticket: Sendable {
+    fileprivate final class Ticket: Sendable {
         let request: Request
         let state = Mutex<TicketState>(.waiting)
         let wakeUp = DispatchSemaphore(value: 0)
@@ -45,6 +45,18 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
 
     /// Runs `request` in the next group and returns its result.
     func submit(_ request: Request) throws -> Output {
+        try wait(enqueue(request))
+    }
+
+    /// A place in the queue: requests run in the order they were enqueued.
+    struct Place: Sendable {
+        fileprivate let ticket: Ticket
+        fileprivate let isLeader: Bool
+    }
+
+    /// Queues `request` without waiting (the caller, or anyone, waits for it with ``wait(_:)``);
+    /// requests run in the order they were enqueued.
+    func enqueue(_ request: Request) -> Place {
         let ticket = Ticket(request)
         let isLeader = queue.withLock { queue in
             queue.pending.append(ticket)
@@ -52,7 +64,14 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
             queue.leading = true
             return true
         }
-        if !isLeader {
+        return Place(ticket: ticket, isLeader: isLeader)
+    }
+
+    /// Waits until the group holding the queued request has run (leading it, when it is this
+    /// request's turn to lead) and returns its result. Call once per place.
+    func wait(_ place: Place) throws -> Output {
+        let ticket = place.ticket
+        if !place.isLeader {
             ticket.wakeUp.wait()
             switch ticket.state.withLock({ $0 }) {
             case let .done(result): return try result.get()

@@ -16,6 +16,8 @@ struct PendingChange: Sendable {
     var sealer: (any EventSealer)? = nil
     /// Authenticates the event inside the write transaction (every event of a sync-group member).
     var authenticator: (any EventSealer)? = nil
+    /// Its place among the changes of the non-throwing forms (0: a change committed on return).
+    var ticket: UInt64 = 0
 }
 
 /// An event as committed to the local log.
@@ -25,4 +27,6 @@ struct CommittedEvent: Sendable {
     /// `true` when the event became its key's current entry in the view as it committed
     /// (last writer wins; a replicated older event or one held by the drift guard does not).
     var isWinner = false
+    /// The ticket of the non-throwing change it commits (0: none): observers saw that change already.
+    var ticket: UInt64 = 0
 }

@@ -40,6 +40,21 @@ struct ViewEntry: Sendable, Equatable {
         payload = event.payload
     }
 
+    /// The entry a queued, uncommitted local change will make: unsealed (its payload is the
+    /// plaintext), with no place in the log yet.
+    init(pending change: PendingChange) {
+        hlc = HLC(rawValue: 0)
+        origin = ReplicaID.none
+        replica = ReplicaID.none
+        counter = 0
+        sequence = 0
+        op = change.op
+        policy = change.policy
+        encoding = change.encoding
+        sealed = false
+        payload = change.payload
+    }
+
     /// Decodes a stored view entry, naming the key in the error.
     static func decoding(_ bytes: [UInt8], key name: String) throws(ChronicleError) -> ViewEntry {
         do { return try ViewEntry(decoding: bytes) } catch {

@@ -3,13 +3,13 @@ public import Foundation
 extension Store {
     /// Every key with a current entry, sorted by domain and name (the audit catalog).
     public func catalog() throws(ChronicleError) -> [KeyInfo] {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         return try mappingErrors { try eventLog.catalog() }
     }
 
     /// Sizes and counts.
     public func statistics() throws(ChronicleError) -> StoreStatistics {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         return try mappingErrors { try eventLog.statistics() }
     }
 
@@ -25,7 +25,7 @@ extension Store {
     public func copy(
         to directory: URL, through point: PointInTime = .end, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
     ) throws(ChronicleError) -> Store {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         if let contents = try? FileManager.default.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
             throw .invalidArgument("\(directory.path) is not empty; a copy needs a new directory")
         }
@@ -69,7 +69,7 @@ extension Store {
     /// over, which is safe, only slower). Free pages are reused by later writes;
     /// ``reclaimSpace(directory:)`` shrinks the file.
     public func compact(before cutoff: Date = .distantFuture) throws(ChronicleError) -> CompactionReport {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         return try mappingErrors { try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff)) }
     }
 

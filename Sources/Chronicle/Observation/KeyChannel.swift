@@ -28,6 +28,9 @@ final class KeyChannel<K: ValueKey>: Sendable {
         var last: Fingerprint?
         /// The log sequence of the entry last handed out: events at or below it are not news.
         var lastSequence: UInt64 = 0
+        /// The ticket of the last non-throwing change handed out before its commit: the commits
+        /// of it and of earlier ones are not news (their values went out already).
+        var lastTicket: UInt64 = 0
     }
 
     private let store: Store
@@ -88,10 +91,25 @@ final class KeyChannel<K: ValueKey>: Sendable {
                 && committed.event.domain == key.domain && committed.event.key == key.name
             {
                 state.lastSequence = committed.sequence
+                if committed.ticket != 0, committed.ticket < state.lastTicket { continue }  // shown before its commit
                 guard let (value, fingerprint) = decode(ViewEntry(event: committed.event, sequence: committed.sequence)) else { continue }
                 handOut += hand(value, fingerprint, &state)
             }
             return handOut
+        }
+        yield(handOut)
+    }
+
+    /// The key's name.
+    var name: String { key.name }
+
+    /// Hands out the value of a change made with a non-throwing form: visible now, committed
+    /// moments later (its commit then hands out nothing new).
+    func deliver(pending change: PendingChange) {
+        let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
+            state.lastTicket = max(state.lastTicket, change.ticket)
+            guard !state.subscribers.isEmpty, let (value, fingerprint) = decode(ViewEntry(pending: change)) else { return [] }
+            return hand(value, fingerprint, &state)
         }
         yield(handOut)
     }

@@ -16,6 +16,9 @@ final class ObserverHub: Sendable {
         /// The store changed in a way that is not a list of events (another
         /// process committed, or the views were rebuilt): re-read.
         case reset
+        /// Changes of the non-throwing forms, visible now and committed moments later
+        /// (their commit arrives as `events` afterwards).
+        case pending([PendingChange])
     }
 
     typealias Handler = @Sendable (Change) -> Void
@@ -47,6 +50,8 @@ final class ObserverHub: Sendable {
     func publish(_ events: [CommittedEvent]) { deliver(.events(events)) }
 
     func publishReset() { deliver(.reset) }
+
+    func publishPending(_ changes: [PendingChange]) { deliver(.pending(changes)) }
 
     /// Queues `change` for the subscribers present now; costs one lock when there are none.
     private func deliver(_ change: Change) {

@@ -61,6 +61,8 @@ extension Store {
                     }
                 case .reset:
                     channel.refresh()
+                case let .pending(changes):
+                    if let change = changes.last(where: { $0.domain == domain && $0.key == channel.name }) { channel.deliver(pending: change) }
                 }
             }
             channels[id] = OpenChannel(channel: channel, handler: handler)

@@ -234,6 +234,8 @@ public actor Replicator: Service {
                 if events.contains(where: { $0.event.policy == .automaticSmall && $0.event.payload.count <= limit }) { trigger.yield() }
             case .reset:
                 trigger.yield()
+            case .pending:
+                break  // their commit follows as events
             }
         }
         let interval = configuration.pullInterval

@@ -3,7 +3,7 @@ public import Foundation
 extension Store {
     /// This replica's identity, epoch and head, for a peer starting a sync.
     public func replicaInfo() throws(ChronicleError) -> ReplicaInfo {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         return try mappingErrors {
             ReplicaInfo(
                 replicaID: eventLog.replica, epoch: try eventLog.epoch(), protocolVersion: EventRange.protocolVersion,
@@ -24,7 +24,7 @@ extension Store {
         after: UInt64, filter: RangeFilter = .syncable, excludingOrigin origin: ReplicaID? = nil,
         maxEvents: Int = 256, maxBytes: Int = 1 << 20
     ) throws(ChronicleError) -> Data {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         try prepareTravelKeys()
         return try mappingErrors {
             Data(try eventLog.exportRange(after: after, filter: filter, excluding: origin, maxEvents: max(1, maxEvents), maxBytes: maxBytes).encoded())
@@ -79,7 +79,7 @@ extension Store {
     /// Every syncable event with sequence in `range`, as one range file (for `chronicle export`).
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the events do not fit one file (256 MiB); export smaller ranges.
     public func exportFile(sequences range: ClosedRange<UInt64>) throws(ChronicleError) -> Data {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         try prepareTravelKeys()
         let cut = try mappingErrors {
             try eventLog.exportRange(

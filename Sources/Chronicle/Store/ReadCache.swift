@@ -23,6 +23,9 @@ extension EventLog {
     func cachedRead<V: Sendable>(
         _ name: String, default defaultValue: V, decode: (ViewEntry) throws(ChronicleError) -> V
     ) throws(ChronicleError) -> V {
+        if let pending = pendingEntry(.defaults, name) {  // this process's own write, not committed yet
+            return pending.op == .set ? try decode(pending) : defaultValue
+        }
         let current = lastTransactionID
         let typeID = ObjectIdentifier(V.self)
         let slot: ReadCache.Slot? = readCache.withLock { cache in

@@ -5,7 +5,7 @@ extension Store {
     ///
     /// Checks the hash chain from the start of the log as it goes.
     public func logEntries(in range: ClosedRange<UInt64> = 1...UInt64.max) throws(ChronicleError) -> [LogEntry] {
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         return try mappingErrors {
             try eventLog.events(in: range).map(LogEntry.init)
         }

@@ -60,7 +60,7 @@ extension Store {
         let keyring = try crypto.get()
         _ = try mappingErrors { try keyring.rotate() }
         guard reseal else { return }
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         let authenticator = configuration.keySource != nil ? keyring : nil
         /// A data key that is not unwrapped yet: unwrap it outside the transaction (never run
         /// Argon2id or a nested transaction inside one), then start over.

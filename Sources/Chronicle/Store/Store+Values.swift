@@ -78,7 +78,7 @@ extension Store {
 
     func revisions<K: ValueKey>(of key: K) throws(ChronicleError) -> [Revision<K.Value>] {
         try Keys.validate(name: key.name)
-        let eventLog = try eventLog
+        let eventLog = try settledEventLog
         let events = try mappingErrors { try eventLog.history(key.domain, key.name) }
         var revisions: [Revision<K.Value>] = []
         revisions.reserveCapacity(events.count)

@@ -73,6 +73,16 @@ public final class Store: Sendable {
         get throws(ChronicleError) { try backend.get().eventLog }
     }
 
+    /// The event log after every change this process queued with a non-throwing form is
+    /// committed: for operations on the log itself (ranges, history, verification, maintenance).
+    var settledEventLog: EventLog {
+        get throws(ChronicleError) {
+            let eventLog = try backend.get().eventLog
+            try mappingErrors { try eventLog.settlePending() }
+            return eventLog
+        }
+    }
+
     /// This replica's id: the origin of the events this store writes.
     public var replicaID: ReplicaID {
         get throws(ChronicleError) { try eventLog.replica }
@@ -145,6 +155,7 @@ public final class Store: Sendable {
     /// Runs in one transaction: if a record is corrupt, the error names its
     /// sequence and nothing changes.
     public func rebuildViews() throws(ChronicleError) {
+        let eventLog = try settledEventLog
         try mappingErrors { try eventLog.rebuildViews() }
     }
 
@@ -155,6 +166,7 @@ public final class Store: Sendable {
     public func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws(ChronicleError) -> VerificationReport {
         let keyring = try? crypto.get()
         keyring?.unwrapLocalKeys()
+        let eventLog = try settledEventLog
         return try mappingErrors { try eventLog.verify(progress: progress, verifier: keyring) }
     }
 
@@ -162,14 +174,18 @@ public final class Store: Sendable {
 
     func commit(_ changes: [PendingChange]) throws(ChronicleError) {
         guard !changes.isEmpty else { return }
-        var changes = changes
-        if configuration.keySource != nil {
-            // A member of a sync group authenticates every event it writes.
-            let keyring = try crypto.get()
-            for index in changes.indices { changes[index].authenticator = keyring }
-        }
+        let changes = try prepared(changes)
         let eventLog = try eventLog
         _ = try mappingErrors { try eventLog.commit(changes) }
+    }
+
+    /// `changes` as this store writes them: a member of a sync group authenticates every event.
+    private func prepared(_ changes: [PendingChange]) throws(ChronicleError) -> [PendingChange] {
+        guard configuration.keySource != nil else { return changes }
+        let keyring = try crypto.get()
+        var changes = changes
+        for index in changes.indices { changes[index].authenticator = keyring }
+        return changes
     }
 
     /// The non-throwing read behind the subscripts: errors are logged (never the value) and read as the default.
@@ -180,9 +196,16 @@ public final class Store: Sendable {
         }
     }
 
-    /// The non-throwing write behind the subscripts: errors are logged (never the value).
+    /// The non-throwing write behind the subscripts and the wrapper setters: returns as soon as
+    /// the change is visible to every read and observer of this process, and is committed
+    /// (durably) moments later by the group committer. Errors are logged (never the value).
     func loggingWrite<K: ValueKey>(_ value: K.Value, for key: K) {
-        do { try commit([change(value, for: key)]) } catch { log(error, "write", key) }
+        do {
+            let eventLog = try eventLog
+            try mappingErrors { try eventLog.enqueue(try prepared([change(value, for: key)])) }
+        } catch {
+            log(error, "write", key)
+        }
     }
 
     func log(_ error: any Error, _ action: String, _ key: Keys) {

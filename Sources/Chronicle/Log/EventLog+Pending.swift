@@ -1,0 +1,109 @@
+import ChronicleLMDB
+import ChronicleSodium
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Changes made with the non-throwing forms (`store[key] = value`, `@Default`/`@Secret`
+/// setters) between the moment they return and the moment their commit is durable.
+///
+/// They are queued for the group committer at once, in order with every other local write of
+/// this process, and committed moments later on a background queue; until then reads and
+/// observers of this process see them here. A crash of the process or the machine in those
+/// moments loses them (never anything older); a power cut never damages the store.
+struct PendingWrites: ~Copyable {
+    struct Key: Hashable {
+        var domain: Domain
+        var name: String
+    }
+
+    struct Entry {
+        var ticket: UInt64
+        var change: PendingChange
+    }
+
+    var entries: [Key: Entry] = [:]
+    var lastTicket: UInt64 = 0
+}
+
+extension EventLog {
+    /// Queues `changes` for a commit moments from now and returns at once; reads and observers
+    /// of this process see them from now on. Errors of the commit are logged, and the values
+    /// revert (observers hear the stored value again).
+    func enqueue(_ changes: [PendingChange]) throws {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
+        // since the committer wipes the originals as soon as their transaction is over.
+        let (place, tickets, visible) = pending.withLock { pending -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64], [PendingChange]) in
+            var queued = changes
+            var visible = changes
+            var tickets: [UInt64] = []
+            for index in queued.indices {
+                pending.lastTicket += 1
+                tickets.append(pending.lastTicket)
+                queued[index].ticket = pending.lastTicket
+                visible[index].ticket = pending.lastTicket
+                if queued[index].sealer != nil { visible[index].payload = queued[index].payload.withUnsafeBufferPointer { Array($0) } }
+                pending.entries[PendingWrites.Key(domain: visible[index].domain, name: visible[index].key)] = PendingWrites.Entry(
+                    ticket: pending.lastTicket, change: visible[index])
+            }
+            pendingCount.add(changes.count, ordering: .releasing)
+            // Under the same lock as every local commit's place in the queue: commits keep the order of the calls.
+            return (committer.enqueue(queued), tickets, visible)
+        }
+        observers.publishPending(visible)
+        pendingQueue.async { [self] in
+            do {
+                _ = try committer.wait(place)
+                settle(changes, tickets, failed: false)
+            } catch {
+                logger.error(
+                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
+                settle(changes, tickets, failed: true)
+            }
+        }
+    }
+
+    /// Waits until every change queued so far by the non-throwing forms is committed (durably,
+    /// in the durable mode). Costs one atomic load when nothing is queued. Never call it on
+    /// the committer's own path (inside a commit).
+    func settlePending() throws {
+        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return }
+        _ = try committer.wait(pending.withLock { _ in committer.enqueue([]) })
+    }
+
+    /// Makes every change made so far by this process durable: commits what the non-throwing
+    /// forms queued, then (in the `.noMetaSync` and `.noSync` modes) flushes the file.
+    func flush() throws {
+        try settlePending()
+        if environment.syncMode != .durable { try environment.flush() }
+    }
+
+    /// Forgets the pending entries of committed (or failed) changes, unless a later change of the
+    /// same key replaced them.
+    private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failed: Bool) {
+        var forgotten = pending.withLock { pending -> [PendingChange] in
+            var forgotten: [PendingChange] = []
+            for (change, ticket) in zip(changes, tickets) {
+                let key = PendingWrites.Key(domain: change.domain, name: change.key)
+                if pending.entries[key]?.ticket == ticket, let entry = pending.entries.removeValue(forKey: key) { forgotten.append(entry.change) }
+            }
+            return forgotten
+        }
+        // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
+        for index in forgotten.indices where forgotten[index].sealer != nil { Sodium.wipe(&forgotten[index].payload) }
+        pendingCount.subtract(changes.count, ordering: .releasing)
+        if failed { observers.publishReset() }
+    }
+
+    /// The change to `name` queued and not yet committed, as a view entry (unsealed), if any.
+    ///
+    /// One atomic load when nothing is pending (the common read).
+    func pendingEntry(_ domain: Domain, _ name: String) -> ViewEntry? {
+        guard pendingCount.load(ordering: .acquiring) > 0 else { return nil }
+        guard let change = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)]?.change }) else { return nil }
+        return ViewEntry(pending: change)
+    }
+}
