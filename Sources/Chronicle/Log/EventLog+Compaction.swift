@@ -31,6 +31,9 @@ extension EventLog {
         let report = try environment.write { txn -> CompactionReport in
             var head = try LogHead.read(txn, dbs)
             let oldEpoch = try Self.epoch(txn, dbs)
+            // Events whose time has come join the views first, moving the clock past them (as
+            // their promotion would); every other decision of the drift guard is kept as it is.
+            try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds)
 
             var waiting = Set<UInt64>()
             try txn.scan(dbs.deferred) { key, _ in
@@ -120,14 +123,15 @@ extension EventLog {
             // Where each kept record went: (old sequence, new sequence, new chain hash), in order.
             var moved: [(old: UInt64, new: UInt64, chain: [UInt8])] = [(0, head.sequence, head.chain)]
             moved.reserveCapacity(kept.count + 1)
-            let limit = UnixMilliseconds.adding(driftMilliseconds, to: now)
             for item in kept {
                 switch item.record {
                 case let .opaque(opaque):  // relay-only records: never judged, always kept
                     try appendOpaque(opaque, txn, &head)
                 case let .event(event):
-                    let (sequence, _) = try append(event, txn, &head, indexView: event.hlc.milliseconds <= limit)
-                    if event.hlc.milliseconds > limit {
+                    // In the views exactly when it was before (a clock set back since must not hide a current value).
+                    let held = waiting.contains(item.sequence)
+                    let (sequence, _) = try append(event, txn, &head, indexView: !held)
+                    if held {
                         try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                     }
                 }

@@ -77,12 +77,14 @@ extension EventLog {
     /// Shrinks the data file at `path` to the pages in use (`mdb_env_copy2`, then
     /// an atomic rename), keeping the store's identity. No process may have it open.
     static func reclaimSpace(path: String) throws {
-        try Environment.compactFile(at: path)
-        // The new file has a new inode; record it so the store keeps its identity (it is not a copy).
-        let environment = try Environment(path: path, options: .init())
-        let dbs = try Databases(environment: environment)
-        try environment.write { txn in
-            try txn.put(dbs.meta, key: MetaKey.home, value: EventLog.fileIdentity(directory: path))
+        // The new file has a new inode (kept by the rename): record it in the copy before it
+        // replaces the file, so no opener, crash or power cut ever sees the store as a copy.
+        try Environment.compactFile(at: path) { scratch in
+            let environment = try Environment(path: scratch, options: .init())
+            let dbs = try Databases(environment: environment)
+            try environment.write { txn in
+                try txn.put(dbs.meta, key: MetaKey.home, value: EventLog.fileIdentity(directory: scratch))
+            }
         }
     }
 }

@@ -53,15 +53,16 @@ extension EventLog {
             return (committer.enqueue(queued), tickets, visible)
         }
         observers.publishPending(visible)
-        pendingQueue.async { [self] in
+        // Weakly: a closing store settles its queue itself, and must not be kept open by it.
+        pendingQueue.async { [weak self, committer] in
             do {
                 _ = try committer.wait(place)
-                settle(changes, tickets, failed: false)
+                self?.settle(changes, tickets, failed: false)
             } catch {
-                logger.error(
+                self?.logger.error(
                     "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
-                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
-                settle(changes, tickets, failed: true)
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(self?.path ?? "?")"])
+                self?.settle(changes, tickets, failed: true)
             }
         }
     }

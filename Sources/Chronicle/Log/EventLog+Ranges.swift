@@ -307,22 +307,25 @@ extension EventLog {
         schedulePromotion(at: nextDue)
     }
 
-    /// Promotes waiting events when the first one's time comes (`nil`: none waits), whether or
-    /// not anything else is written by then; replaces any earlier schedule.
+    /// Promotes waiting events when the first one's time comes (`nil`: none waits, as seen by
+    /// the caller's transaction), whether or not anything else is written by then. A timer due
+    /// earlier is kept: callers race (an import that just deferred an event, a commit that saw
+    /// none waiting), and a timer that wakes for nothing only re-reads the waiting list.
     func schedulePromotion(at due: UInt64?) {
-        let task = due.map { due in
-            Task.detached { [weak self] in
+        guard let due else { return }
+        promotionTimer.withLock { timer in
+            if let current = timer, current.due <= due, !current.task.isCancelled { return }
+            timer?.task.cancel()
+            let task = Task.detached { [weak self] in
                 let now = UnixMilliseconds.now()
                 try? await Task.sleep(for: .milliseconds(due > now ? due - now : 0) + .milliseconds(1))
                 guard !Task.isCancelled, let self else { return }
+                self.promotionTimer.withLock { timer in if timer?.due == due { timer = nil } }
                 do { try await BlockingWork.run { try self.promoteDue() } } catch {
                     self.logger.error("promoting events held by the drift guard failed", metadata: ["error": "\(error)"])
                 }
             }
-        }
-        promotionTimer.withLock { timer in
-            timer?.cancel()
-            timer = task
+            timer = (task, due)
         }
     }
 

@@ -96,8 +96,10 @@ extension EventLog {
             // as the log is read) and its current winner.
             var keys: [[String: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
             var waiting: [[UInt8]] = []
+            var latest = try LogHead.read(txn, dbs).hlc
             _ = try replayLog(txn) { sequence, event in
                 let held = event.hlc.milliseconds > limit
+                if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
                 keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
                 if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
             }
@@ -120,6 +122,7 @@ extension EventLog {
             }
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
+            try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)
         }
         observers.publishReset()
     }

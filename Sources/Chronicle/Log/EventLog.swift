@@ -36,7 +36,7 @@ final class EventLog: Sendable {
     /// Where the commits of queued changes are waited for, in order.
     let pendingQueue = DispatchQueue(label: "chronicle.pending")
     /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
-    let promotionTimer = Mutex<Task<Void, Never>?>(nil)
+    let promotionTimer = Mutex<(task: Task<Void, Never>, due: UInt64)?>(nil)
 
     /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
     let driftMilliseconds: UInt64
@@ -83,7 +83,7 @@ final class EventLog: Sendable {
     deinit {
         flushTask.withLock { $0?.cancel() }
         poller.withLock { $0?.cancel() }
-        promotionTimer.withLock { $0?.cancel() }
+        promotionTimer.withLock { $0?.task.cancel() }
         try? environment.flush()
     }
 

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import Synchronization
 
@@ -43,6 +44,13 @@ enum EventLogRegistry {
             guard var entry = entries[path] else { return }
             entry.leases -= 1
             if entry.leases == 0 {
+                // Changes of the non-throwing forms still queued are committed before the
+                // environment closes (a later open in this process must find no second one).
+                do { try entry.eventLog.settlePending() } catch {
+                    entry.eventLog.logger.error(
+                        "chronicle: changes made with non-throwing setters were lost as the store closed",
+                        metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
+                }
                 entries[path] = nil  // the eventLog (and its environment) closes here, under the lock
             } else {
                 entries[path] = entry

@@ -125,14 +125,31 @@ public struct DirectoryTransport: SyncTransport {
             }
     }
 
-    /// The range in file `name`, or `nil` for a file that is not one (or too large to be one).
+    /// The range in file `name`, or `nil` for a file that is not one: not a regular file (a
+    /// symbolic link is not followed: it could point at a huge file or a device), larger than a
+    /// range may be, or not decoding as a range. The size is checked on the open file itself.
     private func readRange(_ name: String) -> EventRange? {
-        let url = rangesFolder.appendingPathComponent(name)
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber,
-            size.intValue <= EventRange.maxEncodedSize,
-            let bytes = try? Data(contentsOf: url)
+        let descriptor = open(rangesFolder.appendingPathComponent(name).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= EventRange.maxEncodedSize,
+            let bytes = try? handle.read(upToCount: Int(status.st_size) + 1), bytes.count <= EventRange.maxEncodedSize
         else { return nil }
         return try? EventRange(decoding: Array(bytes))
+    }
+
+    /// A digest of the name of the newest file `source` pushed here (names carry the pushing
+    /// replica), or `nil` when it has none: what a pusher remembers to notice later that the
+    /// folder lost its pushes (restored from an older backup).
+    func newestFileDigest(from source: ReplicaID) -> [UInt8]? {
+        let marker = "-" + source.hex + "-"
+        return rangeFiles().last { $0.name.contains(marker) }.map { GenericHash.hash(Array($0.name.utf8)) }
+    }
+
+    /// Whether a file whose name has `digest` (see ``newestFileDigest(from:)``) is still here.
+    func holdsFile(digest: [UInt8]) -> Bool {
+        rangeFiles().contains { GenericHash.hash(Array($0.name.utf8)) == digest }
     }
 
     /// BLAKE2b-256 of the files' lines (`name TAB size TAB mtime`), each followed by a newline:

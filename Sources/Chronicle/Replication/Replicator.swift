@@ -168,6 +168,14 @@ public actor Replicator: Service {
                 if probe.after == remoteHead, probe.afterChain != LogHead.empty.chain, probe.afterChain != remoteChain { remoteWentBack = true }
             }
         }
+        // A mailbox restored from an older backup lost what we pushed after that backup: the
+        // newest file we pushed there is gone. (Pruning keeps recent files, so it rarely looks alike;
+        // when it does, pushing everything again costs a large file, never an event.)
+        if passive, !remoteWentBack, pushCheckpoint.sequence > 0, let mark = pushCheckpoint.remoteChain,
+            let mailbox = peer.transport as? DirectoryTransport
+        {
+            if try await !BlockingWork.run({ mailbox.holdsFile(digest: mark) }) { remoteWentBack = true }
+        }
         let wentBack = remoteWentBack
         var sent = try await BlockingWork.run { () throws -> UInt64 in
             // The remote went back in time, or our own log under the checkpoint changed: push from the start.
@@ -196,6 +204,17 @@ public actor Replicator: Service {
             }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
+        }
+        if pushedAny, passive, let mailbox = peer.transport as? DirectoryTransport {
+            let replicaID = local.replicaID
+            if let digest = try await BlockingWork.run({ mailbox.newestFileDigest(from: replicaID) }) {
+                try await BlockingWork.run {
+                    var mark = try eventLog.checkpoint(pushKey)
+                    mark.remoteHead = 0
+                    mark.remoteChain = digest
+                    try eventLog.setCheckpoint(pushKey, to: mark)
+                }
+            }
         }
         if pushedAny, filter == .syncable, !passive {
             // Remember where the remote's log stood after our push, to notice if it ever goes back.

@@ -74,7 +74,16 @@ public struct HTTPTransport: SyncTransport {
     /// Whether `url` names this machine (plain HTTP to it stays on the machine).
     static func isLoopback(_ url: URL) -> Bool {
         guard let host = url.host?.lowercased() else { return false }
-        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return isLoopback(host: host)
+    }
+
+    /// `localhost`, `::1`, or an IPv4 literal in 127.0.0.0/8 (not a DNS name that starts with "127.").
+    public static func isLoopback(host: String) -> Bool {
+        let host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && UInt8($0) != nil }) else { return false }
+        return parts[0] == "127"
     }
 
     private func send(_ method: HTTPMethod, path: String, query: [String: String], body: Data?) async throws -> Data {

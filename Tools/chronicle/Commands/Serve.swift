@@ -28,7 +28,7 @@ extension ChronicleCommand {
 
         func validate() throws {
             if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
-            let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+            let loopback = HTTPTransport.isLoopback(host: host)
             if tlsCert == nil, !loopback, !insecure {
                 throw ValidationError("plain HTTP on \(host) sends the token and every value in the clear: give --tls-cert and --tls-key, or --insecure")
             }
