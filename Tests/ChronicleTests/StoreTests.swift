@@ -5,6 +5,19 @@ import Testing
 
 struct StoreTests {
 
+    @Test func resetSeveralKeysAndAskWhetherAKeyHasAValue() throws {
+        try withTemporaryStore { store, _ throws in
+            #expect(!store.hasValue(for: .theme))
+            store[.theme] = .dark
+            store[.launches] = 3
+            #expect(store.hasValue(for: .theme) && store.hasValue(for: .launches))
+            try store.reset(.theme, .launches)
+            #expect(!store.hasValue(for: .theme) && !store.hasValue(for: .launches))
+            #expect(store[.theme] == Keys.theme.defaultValue && store[.launches] == 0)
+            #expect(try store.history(of: .launches).map(\.value) == [3, nil])  // a tombstone each, in one transaction
+        }
+    }
+
     /// The non-throwing forms used to run a durable commit (two flushes) on the caller's thread,
     /// the main thread in an app. Now they return once the change is visible to this process,
     /// and `flush()` makes it durable.
