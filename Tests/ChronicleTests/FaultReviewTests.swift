@@ -210,11 +210,7 @@ struct FaultReviewTests {
             _ = try b.importRange(try a.exportRange(after: 0))
             b[Key<Int>("other", default: 0)] = 1
             b[Key<Int>("other", default: 0)] = 2  // something for compaction to drop
-            var future = try EventRange(decoding: Array(try a.exportRange(after: 0)))
-            future.events[0].counter = 99
-            future.events[0].hlc = HLC(rawValue: (UnixMilliseconds.now() + 1_500) << 16)
-            future.events[0].payload = Array("future".utf8)
-            #expect(try b.importRange(Data(future.encoded())).deferred == 1)
+            #expect(try b.importRange(try eventAhead(of: a, by: 1_500, value: "future")).deferred == 1)
             try b.eventLog.promotionTimer.withLock { $0?.task.cancel() }  // the timer has not run yet
             try await Task.sleep(for: .milliseconds(1_100))  // due now (within the drift guard)
             #expect(try b.compact().dropped > 0)

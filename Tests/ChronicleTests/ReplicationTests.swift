@@ -14,6 +14,17 @@ func withStores<R>(
     return try await body(stores)
 }
 
+/// `store`'s first event again under a new identity, stamped `milliseconds` ahead of now with
+/// `value`: what a peer whose clock runs ahead sends.
+func eventAhead(of store: Store, by milliseconds: UInt64, value: String) throws -> Data {
+    var range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
+    range.events = [range.events[0]]
+    range.events[0].counter = 99
+    range.events[0].hlc = HLC(rawValue: (UnixMilliseconds.now() + milliseconds) << 16)
+    range.events[0].payload = Array(value.utf8)
+    return Data(range.encoded())
+}
+
 extension Keys {
     static let note = Key<String>("sync.note", default: "", sync: .manual)
     static let small = Key<String>("sync.small", default: "")
@@ -222,11 +233,7 @@ struct ReplicationTests {
             let (a, b) = (stores[0], stores[1])
             a[.small] = "now"
             _ = try b.importRange(try a.exportRange(after: 0))
-            var future = try EventRange(decoding: Array(try a.exportRange(after: 0)))
-            future.events[0].counter = 99
-            future.events[0].hlc = HLC(rawValue: (UnixMilliseconds.now() + 1_500) << 16)
-            future.events[0].payload = Array("future".utf8)
-            #expect(try b.importRange(Data(future.encoded())).deferred == 1)
+            #expect(try b.importRange(try eventAhead(of: a, by: 1_500, value: "future")).deferred == 1)
             #expect(b[.small] == "now")
             // Nothing else is written: the event comes in when its time comes.
             let heard = await collect(b.updates(of: .small)) { $0.last == "future" }

@@ -34,6 +34,7 @@ extension KeySource: CustomStringConvertible, CustomDebugStringConvertible, Cust
         }
     }
 
+    /// The same as ``description``: nothing secret.
     public var debugDescription: String { description }
 
     /// A mirror without the passphrase (`dump` and the debugger show the description).

@@ -123,6 +123,7 @@ public struct HTTPTransport: SyncTransport {
 extension HTTPTransport: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The base URL; never the token.
     public var description: String { "HTTPTransport(\(baseURL.absoluteString), token: <redacted>)" }
+    /// The same as ``description``: nothing secret.
     public var debugDescription: String { description }
     /// A mirror without the token (`dump` and the debugger).
     public var customMirror: Mirror {

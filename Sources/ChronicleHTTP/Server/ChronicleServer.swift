@@ -164,6 +164,7 @@ func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
 extension ChronicleServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The store served; never the token.
     public var description: String { "ChronicleServer(\(store.directory.path), token: <redacted>)" }
+    /// The same as ``description``: nothing secret.
     public var debugDescription: String { description }
     /// A mirror without the token (`dump` and the debugger).
     public var customMirror: Mirror { Mirror(self, children: ["store": store.directory.path, "maxBodySize": maxBodySize], displayStyle: .struct) }
