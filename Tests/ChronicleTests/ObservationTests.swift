@@ -6,6 +6,23 @@ import Synchronization
 import Testing
 
 struct ObservationTests {
+
+    /// A `Set` encodes its elements in varying order: observers used to hear an equal set again.
+    @Test func anEqualSetIsNotHeardAgain() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let tags = Key<Set<Int>>("tags", default: [])
+            let updates = store.updates(of: tags)
+            let small = Set(1...40)
+            var large = Set<Int>(minimumCapacity: 4_096)  // the same elements, another iteration order
+            for n in (1...40).reversed() { large.insert(n) }
+            try await store.set(small, for: tags)
+            try await store.set(large, for: tags)
+            store[Key<Int>("other", default: 0)] = 1  // other keys' commits wake nothing here
+            try await store.set([7], for: tags)
+            let heard = await collect(updates) { $0.last == [7] }
+            #expect(heard == [[], small, [7]])
+        }
+    }
     @Test func updatesStartWithTheCurrentValueThenEveryChangeWithoutRepeats() async throws {
         try await withTemporaryStore { store, _ async throws in
             store[.theme] = .dark

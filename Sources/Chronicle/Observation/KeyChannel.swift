@@ -26,6 +26,9 @@ final class KeyChannel<K: ValueKey>: Sendable {
         var subscribers: [Int: Continuation] = [:]
         /// The state last handed to the subscribers: `nil` before the first read.
         var last: Fingerprint?
+        /// The value last handed out, to compare `Equatable` values as values (a `Set` encodes
+        /// its elements in varying order, so equal sets can have different fingerprints).
+        var lastValue: K.Value?
         /// The log sequence of the entry last handed out: events at or below it are not news.
         var lastSequence: UInt64 = 0
         /// The ticket of the last non-throwing change handed out before its commit: the commits
@@ -118,7 +121,17 @@ final class KeyChannel<K: ValueKey>: Sendable {
     private func hand(_ value: K.Value, _ fingerprint: Fingerprint, _ state: inout State) -> [(K.Value, [Continuation])] {
         guard fingerprint != state.last else { return [] }
         state.last = fingerprint
+        defer { state.lastValue = value }
+        if let lastValue = state.lastValue, Self.equal(value, lastValue) { return [] }
         return [(value, Array(state.subscribers.values))]
+    }
+
+    /// Whether two values are equal as values, when their type is `Equatable` (else `false`:
+    /// their fingerprints decided).
+    private static func equal(_ a: K.Value, _ b: K.Value) -> Bool {
+        func same<T: Equatable>(_ a: T, _ b: Any) -> Bool { (b as? T) == a }
+        guard let a = a as? any Equatable else { return false }
+        return same(a, b)
     }
 
     /// Yields outside the channel's lock: resuming a waiting consumer takes its task's lock, and a
