@@ -15,6 +15,11 @@ struct StoreTests {
             #expect(!store.hasValue(for: .theme) && !store.hasValue(for: .launches))
             #expect(store[.theme] == Keys.theme.defaultValue && store[.launches] == 0)
             #expect(try store.history(of: .launches).map(\.value) == [3, nil])  // a tombstone each, in one transaction
+            store[.theme] = .light
+            store[.launches] = 4
+            #expect(try store.removeAll(in: .defaults) == 2)  // .launches and .theme; the removed ones stay removed
+            #expect(!store.hasValue(for: .theme) && !store.hasValue(for: .launches))
+            #expect(try store.removeAll(in: .defaults) == 0)
         }
     }
 

@@ -1,7 +1,10 @@
-/// The view a key lives in.
-enum Domain: UInt8, Sendable, Hashable, CaseIterable {
+/// The view a key lives in: plain values (``Key``) or secrets (``SecretKey``).
+public enum Domain: UInt8, Sendable, Hashable, CaseIterable {
+    /// Plain values, read and written through ``Key``.
     case defaults = 0
+    /// Sealed values, read and written through ``SecretKey``.
     case secrets = 1
 
-    var name: String { self == .defaults ? "defaults" : "secrets" }
+    /// `defaults` or `secrets`.
+    public var name: String { self == .defaults ? "defaults" : "secrets" }
 }
