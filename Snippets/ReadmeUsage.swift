@@ -22,7 +22,7 @@ extension Keys {
 }
 
 let store = try Store(directory: url, configuration: .init(keySource: .passphrase(passphrase)))
-store[.theme] = .dark                                               // errors go to the Logger
+store[.theme] = .dark                                               // returns at once (durable ms later); errors go to the Logger
 try store.write { batch in batch[.launches] = 3; batch[.apiToken] = "s3cr3t" }
 for revision in try store.history(of: .theme) { print(revision) }   // value, time, origin
 for await theme in store.updates(of: .theme) { apply(theme) }       // every change, from anywhere
