@@ -39,9 +39,7 @@ enum ValueCoder {
             throw .encodingFailed(key: key, reason: "\(type(of: subject)) is not Encodable")
         }
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            return (.json, Array(try encoder.encode(encodable)))
+            return (.json, Array(try jsonEncoder().encode(encodable)))
         } catch {
             throw .encodingFailed(key: key, reason: Self.describe(error))
         }
@@ -63,7 +61,7 @@ enum ValueCoder {
 
     static func decodeValue<V: Decodable>(_ type: V.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> V {
         if encoding == .json {
-            return try JSONDecoder().decode(V.self, from: Data(payload))
+            return try jsonDecoder().decode(V.self, from: Data(payload))
         }
         let decoded: Any
         if let optional = V.self as? any OptionalCodable.Type {
@@ -75,6 +73,30 @@ enum ValueCoder {
             throw DecodeFailure(description: "decoded \(Swift.type(of: decoded)), expected \(V.self)")
         }
         return value
+    }
+
+    // MARK: - JSON
+
+    /// How non-finite floating-point numbers appear in JSON payloads (JSON has no literal for
+    /// them; UserDefaults stores them in arrays and dictionaries, so we must too).
+    static let nonFiniteStrings = (positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+
+    /// Sorted keys (one value, one encoding), non-finite numbers as the strings above.
+    static func jsonEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: nonFiniteStrings.positiveInfinity, negativeInfinity: nonFiniteStrings.negativeInfinity,
+            nan: nonFiniteStrings.nan)
+        return encoder
+    }
+
+    static func jsonDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: nonFiniteStrings.positiveInfinity, negativeInfinity: nonFiniteStrings.negativeInfinity,
+            nan: nonFiniteStrings.nan)
+        return decoder
     }
 
     // MARK: - Primitives
@@ -97,61 +119,41 @@ enum ValueCoder {
         case let v as String: return (.string, Array(v.utf8))
         case let v as Data: return (.data, Array(v))
         case let v as Date: return (.date, v.timeIntervalSinceReferenceDate.bitPattern.bigEndianBytes)
-        case let v as URL: return (.url, Array(v.absoluteString.utf8))
+        case let v as URL: return (.url, encodeURL(v))
         case let v as any RawRepresentable: return encodePrimitive(v.rawValue)
         default: return nil
         }
     }
 
+    /// Decodes a primitive of `type`. A stored value reads through any primitive type that can
+    /// represent it exactly, whoever wrote it (the tool, an import, another replica's app with
+    /// another type): an integer as `Double`, `Float` or another width when in range, an
+    /// integral `Double` as an integer, 0 and 1 as `Bool`, a URL as `String`, and the text the
+    /// tool prints (`chronicle get`) as `Date` (ISO 8601), `Data` (base64) and `URL`.
     static func decodePrimitive(_ type: Any.Type, encoding: ValueEncoding, payload: [UInt8]) throws -> Any {
-        func int() throws -> Int64 {
-            guard encoding == .int, let v = Int64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
-            return v
-        }
-        func uint() throws -> UInt64 {
-            guard encoding == .uint, let v = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
-            return v
-        }
-        func narrow<T: FixedWidthInteger>(_ value: some BinaryInteger, to _: T.Type) throws -> T {
-            guard let narrowed = T(exactly: value) else {
-                throw DecodeFailure(description: "the stored integer is out of range for \(T.self)")
-            }
-            return narrowed
+        let stored = try StoredScalar(encoding: encoding, payload: payload)
+        func exactly<T>(_ value: T?) throws -> T {
+            guard let value else { throw mismatch(type, encoding) }
+            return value
         }
         switch type {
-        case is Bool.Type:
-            guard encoding == .bool, payload.count == 1, payload[0] <= 1 else { throw mismatch(type, encoding) }
-            return payload[0] == 1
-        case is Int.Type: return try narrow(int(), to: Int.self)
-        case is Int64.Type: return try int()
-        case is Int32.Type: return try narrow(int(), to: Int32.self)
-        case is Int16.Type: return try narrow(int(), to: Int16.self)
-        case is Int8.Type: return try narrow(int(), to: Int8.self)
-        case is UInt.Type: return try narrow(uint(), to: UInt.self)
-        case is UInt64.Type: return try uint()
-        case is UInt32.Type: return try narrow(uint(), to: UInt32.self)
-        case is UInt16.Type: return try narrow(uint(), to: UInt16.self)
-        case is UInt8.Type: return try narrow(uint(), to: UInt8.self)
-        case is Double.Type:
-            guard encoding == .double, let bits = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
-            return Double(bitPattern: bits)
-        case is Float.Type:
-            guard encoding == .float, let bits = UInt32(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
-            return Float(bitPattern: bits)
-        case is String.Type:
-            guard encoding == .string, let v = String(validating: payload, as: UTF8.self) else { throw mismatch(type, encoding) }
-            return v
-        case is Data.Type:
-            guard encoding == .data else { throw mismatch(type, encoding) }
-            return Data(payload)
-        case is Date.Type:
-            guard encoding == .date, let bits = UInt64(bigEndianBytes: payload) else { throw mismatch(type, encoding) }
-            return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
-        case is URL.Type:
-            guard encoding == .url, let text = String(validating: payload, as: UTF8.self), let url = URL(string: text) else {
-                throw mismatch(type, encoding)
-            }
-            return url
+        case is Bool.Type: return try exactly(stored.bool)
+        case is Int.Type: return try exactly(stored.integer(Int.self))
+        case is Int64.Type: return try exactly(stored.integer(Int64.self))
+        case is Int32.Type: return try exactly(stored.integer(Int32.self))
+        case is Int16.Type: return try exactly(stored.integer(Int16.self))
+        case is Int8.Type: return try exactly(stored.integer(Int8.self))
+        case is UInt.Type: return try exactly(stored.integer(UInt.self))
+        case is UInt64.Type: return try exactly(stored.integer(UInt64.self))
+        case is UInt32.Type: return try exactly(stored.integer(UInt32.self))
+        case is UInt16.Type: return try exactly(stored.integer(UInt16.self))
+        case is UInt8.Type: return try exactly(stored.integer(UInt8.self))
+        case is Double.Type: return try exactly(stored.double)
+        case is Float.Type: return try exactly(stored.float)
+        case is String.Type: return try exactly(stored.string)
+        case is Data.Type: return try exactly(stored.data)
+        case is Date.Type: return try exactly(stored.date)
+        case is URL.Type: return try exactly(stored.url)
         case let raw as any RawRepresentable.Type:
             return try decodeRaw(raw, encoding: encoding, payload: payload)
         default:
@@ -214,13 +216,14 @@ enum ValueCoder {
         case .bool: return payload.first == 1 ? "true" : "false"
         case .int: return Int64(bigEndianBytes: payload).map(String.init) ?? "null"
         case .uint: return UInt64(bigEndianBytes: payload).map(String.init) ?? "null"
-        case .double: return UInt64(bigEndianBytes: payload).map { Double(bitPattern: $0) }.flatMap { $0.isFinite ? String($0) : nil } ?? "null"
-        case .float: return UInt32(bigEndianBytes: payload).map { Float(bitPattern: $0) }.flatMap { $0.isFinite ? String($0) : nil } ?? "null"
-        case .string, .url: return quoted(String(decoding: payload, as: UTF8.self))
+        case .double: return UInt64(bigEndianBytes: payload).map { numberText(Double(bitPattern: $0)) } ?? "null"
+        case .float: return UInt32(bigEndianBytes: payload).map { numberText(Float(bitPattern: $0)) } ?? "null"
+        case .string: return quoted(String(decoding: payload, as: UTF8.self))
+        case .url: return quoted(decodeURL(payload).map(\.absoluteString) ?? String(decoding: payload, as: UTF8.self))
         case .data: return quoted(Data(payload).base64EncodedString())
         case .date:
             guard let bits = UInt64(bigEndianBytes: payload) else { return "null" }
-            return quoted(ISO8601DateFormatter().string(from: Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
+            return quoted(isoText(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
         }
     }
 }

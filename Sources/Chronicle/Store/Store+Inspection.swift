@@ -26,10 +26,18 @@ extension Store {
     /// JSON is stored with the matching type (`true` as Bool, `3` as an
     /// integer, `2.5` as Double, `"x"` as String, objects and arrays as JSON);
     /// anything that is not JSON is stored as a string.
-    /// - Parameter policy: the sync policy; default: the key's current policy, else `.automaticSmall`.
-    public func setValue(fromText text: String, forKeyNamed name: String, policy: SyncPolicy? = nil) throws(ChronicleError) {
+    /// With `kind`, the text is stored as that type (what the app's key expects), or the call
+    /// throws ``ChronicleError/invalidArgument(_:)`` saying what the text should look like.
+    /// Whatever ``currentValueJSON(forKeyNamed:)`` returns sets the same value back.
+    /// - Parameters:
+    ///   - kind: the type to store; `nil` guesses from the text as above.
+    ///   - policy: the sync policy; default: the key's current policy, else `.automaticSmall`.
+    public func setValue(
+        fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil
+    ) throws(ChronicleError) {
         try Keys.validate(name: name)
-        let (encoding, payload) = ValueCoder.encodeText(text)
+        var (encoding, payload) = ValueCoder.encodeText(text)
+        if let kind { (encoding, payload) = try ValueCoder.encodeText(text, as: kind) }
         guard payload.count <= configuration.maxValueSize else {
             throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
         }

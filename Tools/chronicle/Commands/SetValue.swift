@@ -1,6 +1,8 @@
-import ArgumentParser
-import Chronicle
+public import ArgumentParser
+public import Chronicle
 import Foundation
+
+extension ValueKind: ExpressibleByArgument {}
 
 extension ChronicleCommand {
     struct SetValue: ParsableCommand {
@@ -13,11 +15,17 @@ extension ChronicleCommand {
                 Examples:
                   chronicle set settings.theme dark --store ./store
                   chronicle set api.token - --store ./store < token.txt
+                  chronicle set volume 1 --type double --store ./store
+                  chronicle set lastSync 2026-11-22T09:30:00Z --type date --store ./store
+
+                --type stores the value as the type the app's key has (bool, int, double, string,
+                date, url, data as base64, json); what `chronicle get` prints sets the same value back.
                 """)
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "The key name.") var key: String
         @Argument(help: "The value: JSON (true, 3, 2.5, \"x\", {...}), else a string; - reads it from standard input.") var value: String
+        @Option(help: "Store the value as this type: \(ValueKind.allCases.map(\.rawValue).joined(separator: ", ")).") var type: ValueKind?
 
         func run() throws {
             var text = value
@@ -26,7 +34,7 @@ extension ChronicleCommand {
                 text = String(decoding: input, as: UTF8.self)
                 if text.hasSuffix("\n") { text.removeLast() }  // the newline `echo` or a file adds
             }
-            try options.open().setValue(fromText: text, forKeyNamed: key)
+            try options.open().setValue(fromText: text, forKeyNamed: key, as: type)
         }
     }
 }
