@@ -1,0 +1,189 @@
+import Chronicle
+import ChronicleTesting
+import Foundation
+import Testing
+
+/// Ways in for existing data and renames as events (#15).
+struct MigrationTests {
+    /// A UserDefaults suite of every property-list type; deleted afterwards.
+    func withDefaultsSuite(_ body: (UserDefaults) throws -> Void) throws {
+        let name = "chronicle.tests.\(UUID().uuidString)"
+        let defaults = try #require(UserDefaults(suiteName: name))
+        defer { defaults.removePersistentDomain(forName: name) }
+        try body(defaults)
+    }
+
+    @Test func importFromUserDefaultsIsReadableByTypedKeysAndIdempotent() throws {
+        try withDefaultsSuite { defaults in
+            defaults.set(true, forKey: "flag")
+            defaults.set(42, forKey: "launches")
+            defaults.set(0.75, forKey: "volume")
+            defaults.set("dark", forKey: "theme")
+            defaults.set(Date(timeIntervalSinceReferenceDate: 1_000), forKey: "installed")
+            defaults.set(Data([1, 2, 3]), forKey: "blob")
+            defaults.set([3, 1, 2], forKey: "order")
+            defaults.set(["a": 1.5, "b": Double.infinity], forKey: "weights")
+            defaults.set([Date(timeIntervalSinceReferenceDate: 5)], forKey: "dates")
+            try withTemporaryStore { store, _ throws in
+                let names = ["flag", "launches", "volume", "theme", "installed", "blob", "order", "weights", "dates", "absent"]
+                #expect(try store.importValues(from: defaults, names: names) == 9)
+                #expect(store[Key<Bool>("flag", default: false)] == true)
+                #expect(store[Key<Int>("launches", default: 0)] == 42)
+                #expect(store[Key<Double>("volume", default: 0)] == 0.75)
+                #expect(store[Key<Theme>("theme", default: .system)] == .dark)
+                #expect(store[Key<Date?>("installed")] == Date(timeIntervalSinceReferenceDate: 1_000))
+                #expect(store[Key<Data>("blob", default: Data())] == Data([1, 2, 3]))
+                #expect(store[Key<[Int]>("order", default: [])] == [3, 1, 2])
+                #expect(store[Key<[String: Double]>("weights", default: [:])] == ["a": 1.5, "b": .infinity])
+                #expect(store[Key<[Date]>("dates", default: [])] == [Date(timeIntervalSinceReferenceDate: 5)])
+                #expect(!store.hasValue(for: Key<Int>("absent", default: 0)))
+
+                let events = try store.logEntries().count
+                #expect(try store.importValues(from: defaults, names: names) == 0, "a second run adds nothing")
+                #expect(try store.logEntries().count == events)
+                defaults.set(43, forKey: "launches")
+                #expect(try store.importValues(from: defaults, names: names) == 1, "only what changed")
+                #expect(store[Key<Int>("launches", default: 0)] == 43)
+            }
+        }
+    }
+
+    /// A property list as UserDefaults writes its domains and `defaults export` writes them.
+    static let exported = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0">
+        <dict>
+        	<key>NSWindow Frame main</key>
+        	<string>10 10 800 600 0 0 1440 900 </string>
+        	<key>flag</key>
+        	<true/>
+        	<key>launches</key>
+        	<integer>7</integer>
+        	<key>volume</key>
+        	<real>1</real>
+        	<key>installed</key>
+        	<date>2026-11-22T09:30:00Z</date>
+        	<key>blob</key>
+        	<data>AAEC/w==</data>
+        	<key>recent</key>
+        	<array>
+        		<string>a.txt</string>
+        		<string>b.txt</string>
+        	</array>
+        	<key>window</key>
+        	<dict>
+        		<key>maximized</key>
+        		<false/>
+        		<key>width</key>
+        		<integer>800</integer>
+        	</dict>
+        </dict>
+        </plist>
+        """
+
+    struct Window: Codable, Equatable { var maximized: Bool; var width: Int }
+
+    @Test(arguments: [PropertyListSerialization.PropertyListFormat.xml, .binary])
+    func importPropertyListFile(format: PropertyListSerialization.PropertyListFormat) throws {
+        try withTemporaryStore { store, directory throws in
+            let object = try PropertyListSerialization.propertyList(from: Data(Self.exported.utf8), format: nil)
+            let file = directory.appendingPathComponent("prefs.plist")
+            try PropertyListSerialization.data(fromPropertyList: object, format: format, options: 0).write(to: file)
+            #expect(try store.importPropertyList(at: file) == 8)
+            #expect(store[Key<Bool>("flag", default: false)] == true)
+            #expect(store[Key<Int>("launches", default: 0)] == 7)
+            #expect(store[Key<Double>("volume", default: 0)] == 1)
+            #expect(store[Key<Float>("volume", default: 0)] == 1)
+            #expect(store[Key<Int>("volume", default: 0)] == 1, "a <real> 1 reads as an integer too")
+            #expect(store[Key<Date?>("installed")] == ISO8601DateFormatter().date(from: "2026-11-22T09:30:00Z"))
+            #expect(store[Key<Data>("blob", default: Data())] == Data([0, 1, 2, 255]))
+            #expect(store[Key<[String]>("recent", default: [])] == ["a.txt", "b.txt"])
+            #expect(store[Key<Window?>("window")] == Window(maximized: false, width: 800))
+            #expect(store[Key<String>("NSWindow Frame main", default: "")].hasPrefix("10 10 800"))
+            #expect(try store.importPropertyList(at: file) == 0, "a second run adds nothing")
+        }
+    }
+
+    @Test func importPlistFromTheToolAndRefusalsWriteNothing() async throws {
+        try await withTemporaryStore { store, directory async throws in
+            let file = directory.appendingPathComponent("prefs.plist")
+            try Data(Self.exported.utf8).write(to: file)
+            let first = try await runChronicle(["import-plist", file.path, "--name", "launches", "--name", "flag", "--store", directory.path])
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout == "imported 2 values\n")
+            let again = try await runChronicle(["import-plist", file.path, "--store", directory.path])
+            #expect(again.stdout == "imported 6 values\n")
+            #expect(store[Key<Int>("launches", default: 0)] == 7)
+
+            let garbage = directory.appendingPathComponent("garbage.plist")
+            try Data("not a plist at all".utf8).write(to: garbage)
+            let refused = try await runChronicle(["import-plist", garbage.path, "--store", directory.path])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("not a property list"))
+            let list = directory.appendingPathComponent("list.plist")
+            try PropertyListSerialization.data(fromPropertyList: ["a", "b"], format: .xml, options: 0).write(to: list)
+            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: list) }
+            let badName = directory.appendingPathComponent("badname.plist")
+            try PropertyListSerialization.data(fromPropertyList: ["ok": 1, "": 2], format: .xml, options: 0).write(to: badName)
+            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: badName) }
+            #expect(!store.hasValue(for: Key<Int>("ok", default: 0)), "all or nothing")
+            #expect(try store.logEntries().count == 8)
+        }
+    }
+
+    @Test func renameMovesTheValueAsEventsOnceAndKeepsANewerValue() throws {
+        try withTemporaryStore { store, _ throws in
+            let colour = Key<String?>("settings.colour")
+            let color = Key<String?>("settings.color")
+            store[colour] = "teal"
+            #expect(try store.renameKey(from: "settings.colour", to: "settings.color"))
+            #expect(store[color] == "teal")
+            #expect(store[colour] == nil)
+            let entries = try store.logEntries()
+            #expect(entries.suffix(2).map(\.key) == ["settings.color", "settings.colour"])
+            #expect(entries.suffix(2).map(\.operation) == [.set, .remove])
+            #expect(try !store.renameKey(from: "settings.colour", to: "settings.color"), "idempotent")
+            #expect(try store.logEntries().count == entries.count)
+
+            store[colour] = "old"  // written again under the old name, then a newer value under the new one
+            store[color] = "newer"
+            #expect(try store.renameKey(from: "settings.colour", to: "settings.color"))
+            #expect(store[color] == "newer")
+            #expect(store[colour] == nil)
+            #expect(throws: ChronicleError.self) { try store.renameKey(from: "x", to: "x") }
+        }
+    }
+
+    @Test func renameReplicatesAndConcurrentRenamesConverge() async throws {
+        try await withStores(3) { stores in
+            let (a, b, c) = (stores[0], stores[1], stores[2])
+            let colour = Key<String?>("settings.colour")
+            let color = Key<String?>("settings.color")
+            a[colour] = "teal"
+            try await Replicator(store: a, peers: [.store(b), .store(c)]).sync()
+            #expect(b[colour] == "teal")
+            // a and b both migrate before they hear of each other.
+            try a.renameKey(from: colour.name, to: color.name)
+            try b.renameKey(from: colour.name, to: color.name)
+            for _ in 0..<2 { try await Replicator(store: c, peers: [.store(a), .store(b)]).sync() }
+            for store in stores {
+                #expect(store[color] == "teal")
+                #expect(store[colour] == nil)
+                #expect(try !store.renameKey(from: colour.name, to: color.name), "nothing left to rename")
+            }
+        }
+    }
+
+    @Test func renameASecretSealsItUnderItsNewName() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pass")) { store, _ throws in
+            let old = SecretKey<String?>("auth.old")
+            let new = SecretKey<String?>("auth.new")
+            try store.set("s3cret", for: old)
+            #expect(try store.renameKey(from: old.name, to: new.name, in: .secrets))
+            #expect(try store.value(for: new) == "s3cret")
+            #expect(try store.value(for: old) == nil)
+            #expect(try store.verify().isSound)
+        }
+    }
+}
