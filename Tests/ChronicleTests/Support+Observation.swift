@@ -6,8 +6,8 @@ import Synchronization
 import Testing
 
 /// Collects values from `stream` until `stop` says so (or a generous deadline passes, which fails the test).
-func collect<V: Sendable>(
-    _ stream: AsyncStream<V>, until stop: @escaping @Sendable ([V]) -> Bool,
+func collect<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
+    _ stream: S, until stop: @escaping @Sendable ([V]) -> Bool,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async -> [V] {
     let collected = await withTaskGroup(of: [V]?.self) { group in

@@ -29,6 +29,27 @@ extension EventLog {
         }
     }
 
+    /// Up to `limit` events after sequence `after`, oldest first, and the last sequence looked
+    /// at (records that are no events, such as anchors and opaque events, are passed over).
+    /// One snapshot; the chain is `verify`'s to check.
+    func events(after: UInt64, limit: Int) throws -> (events: [CommittedEvent], through: UInt64) {
+        guard after < UInt64.max else { return ([], after) }
+        return try environment.read { txn in
+            var events: [CommittedEvent] = []
+            var through = after
+            try txn.scanInPlace(dbs.events, from: (after + 1).bigEndianBytes) { key, value in
+                guard let sequence = UInt64(bigEndianBytes: Array(key)) else {
+                    throw ChronicleError.corruptRecord(sequence: through, reason: "a log key of \(key.count) bytes")
+                }
+                let record = try LogRecord(decoding: Array(value), sequence: sequence)
+                if record.kind == .event { events.append(CommittedEvent(sequence: sequence, event: try record.event(sequence: sequence))) }
+                through = sequence
+                return events.count < limit
+            }
+            return (events, through)
+        }
+    }
+
     /// Every key with a current entry, by domain and name, with its number of revisions.
     func catalog() throws -> [KeyInfo] {
         try environment.read { txn in

@@ -1,6 +1,7 @@
 public import Foundation
 
-/// One record of the log as the tools show it. A sealed value is never exposed.
+/// One event of the log: what ``Store/logEntries(in:)`` returns and ``Store/changes(after:)``
+/// streams. A sealed value is never exposed.
 public struct LogEntry: Sendable, Equatable {
     /// The local log sequence.
     public let sequence: UInt64
@@ -28,8 +29,29 @@ public struct LogEntry: Sendable, Equatable {
     /// The value as JSON, for unsealed sets; `nil` for removes and sealed values.
     public let valueJSON: String?
 
+    /// The value's encoding and payload, for unsealed sets.
+    let encoding: UInt8
+    let payload: [UInt8]?
+
     /// The timestamp as wall-clock time.
     public var date: Date { UnixMilliseconds.date(timestamp.milliseconds) }
+
+    /// The value this event set, decoded as `type` (as a key of that type reads it), or `nil`
+    /// for a remove.
+    ///
+    /// ```swift
+    /// for await change in store.changes(after: checkpoint) where change.key == "settings.theme" {
+    ///     let theme = try change.value(as: Theme.self)
+    /// }
+    /// ```
+    /// - Throws: ``ChronicleError/decodingFailed(key:reason:)`` when the value does not decode as
+    ///   `type`, or ``ChronicleError/invalidArgument(_:)`` for a sealed value (read a secret
+    ///   through its ``SecretKey``).
+    public func value<Value: Decodable>(as type: Value.Type) throws(ChronicleError) -> Value? {
+        guard operation == .set else { return nil }
+        guard let payload else { throw .invalidArgument("the value of \(key) is sealed: read it through its SecretKey") }
+        return try ValueCoder.decode(Value.self, encoding: encoding, payload: payload, key: key)
+    }
 
     init(_ committed: CommittedEvent) {
         let event = committed.event
@@ -44,6 +66,9 @@ public struct LogEntry: Sendable, Equatable {
         policy = event.policy
         isSealed = event.sealed
         size = event.payload.count
-        valueJSON = (event.op == .set && !event.sealed) ? ValueCoder.jsonText(encoding: event.encoding, payload: event.payload) : nil
+        let readable = event.op == .set && !event.sealed
+        encoding = event.encoding
+        payload = readable ? event.payload : nil
+        valueJSON = readable ? ValueCoder.jsonText(encoding: event.encoding, payload: event.payload) : nil
     }
 }

@@ -23,6 +23,44 @@ extension Store {
         observe(key)
     }
 
+    /// Several keys at once: their current values, then their values again after every change
+    /// of any of them (whoever made it, as with ``updates(of:)-(Key<Value>)``).
+    ///
+    /// ```swift
+    /// for await (theme, launches) in store.updates(of: .theme, .launches) {
+    ///     render(theme, launches)
+    /// }
+    /// ```
+    /// Each element holds every key's value as read after the change. Cancelling the iterating
+    /// task ends the observation of every key.
+    public func updates<each Value>(of keys: repeat Key<each Value>) -> AsyncStream<(repeat each Value)> {
+        let (stream, continuation) = AsyncStream<(repeat each Value)>.makeStream()
+        let (changed, signal) = AsyncStream<Void>.makeStream()
+        var observers: [Task<Void, Never>] = []
+        for key in repeat each keys {
+            let updates = self.updates(of: key)
+            observers.append(
+                Task {
+                    var first = true  // the current value: read below with the others
+                    for await _ in updates {
+                        if first { first = false } else { signal.yield() }
+                    }
+                })
+        }
+        let read: @Sendable () -> (repeat each Value) = { (repeat self[each keys]) }
+        let driver = Task {
+            continuation.yield(read())
+            for await _ in changed { continuation.yield(read()) }
+        }
+        let tasks = observers
+        continuation.onTermination = { _ in
+            for observer in tasks { observer.cancel() }
+            signal.finish()
+            driver.cancel()
+        }
+        return stream
+    }
+
     private func observe<K: ValueKey>(_ key: K) -> AsyncStream<K.Value> {
         let (stream, continuation) = AsyncStream<K.Value>.makeStream()
         guard let eventLog = try? eventLog else {

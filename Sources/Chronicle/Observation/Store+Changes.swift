@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import Synchronization
+
+extension Store {
+    /// The log as a stream: every event after sequence `after`, in log order, then every event
+    /// committed later, as it commits, whoever wrote it (this store, another `Store` or process,
+    /// a replicated import). Lossless and resumable: keep the ``LogEntry/sequence`` of the last
+    /// change handled and start from it next time.
+    ///
+    /// The stream reads the log in pages as it is iterated, so a slow consumer holds no backlog
+    /// in memory; it ends when the iterating task is cancelled. Changes made with the
+    /// non-throwing forms appear once committed (moments later). Sequences are local: stable
+    /// until ``compact(before:)`` renumbers the log; after a compaction, start again from 0
+    /// (event identities, ``LogEntry/writer`` and ``LogEntry/counter``, never change).
+    ///
+    /// ```swift
+    /// for await change in store.changes(after: checkpoint) {
+    ///     apply(change)
+    ///     checkpoint = change.sequence
+    /// }
+    /// ```
+    /// When the store cannot be read, the error is logged and the stream ends.
+    public func changes(after sequence: UInt64 = 0) -> Changes {
+        Changes(store: self, start: sequence)
+    }
+}
+
+/// The events of a store's log, in order, as they commit: see ``Store/changes(after:)``.
+public struct Changes: AsyncSequence, Sendable {
+    public typealias Element = LogEntry
+    public typealias Failure = Never
+
+    let store: Store
+    let start: UInt64
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(store: store, cursor: start)
+    }
+
+    /// Reads the log a page at a time and waits for the next commit when it has caught up.
+    public struct Iterator: AsyncIteratorProtocol {
+        /// How many events one read of the log takes.
+        static let pageSize = 256
+
+        let store: Store
+        var cursor: UInt64
+        var page: [LogEntry] = []
+        var index = 0
+        var signal: CommitSignal?
+        var ended = false
+
+        init(store: Store, cursor: UInt64) {
+            self.store = store
+            self.cursor = cursor
+        }
+
+        public mutating func next() async -> LogEntry? {
+            while !ended {
+                if index < page.count {
+                    index += 1
+                    return page[index - 1]
+                }
+                if Task.isCancelled { break }
+                do {
+                    let eventLog = try store.eventLog
+                    if signal == nil { signal = CommitSignal(eventLog: eventLog) }
+                    guard let signal else { break }
+                    let generation = signal.generation  // before the read: a commit after it wakes the wait
+                    let (events, through) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
+                    cursor = through
+                    page = events.map(LogEntry.init)
+                    index = 0
+                    if page.isEmpty { await signal.wait(past: generation) }
+                } catch {
+                    store.configuration.logger.error(
+                        "chronicle: the change stream ended", metadata: ["error": "\(error)", "store": "\(store.directory.path)"])
+                    break
+                }
+            }
+            ended = true
+            signal = nil
+            return nil
+        }
+    }
+}
+
+/// Counts the commits the log's observer hub reports (this process's, and others' through the
+/// poller) and wakes a waiting change stream; leaves the hub when the stream goes away.
+final class CommitSignal: Sendable {
+    private struct State {
+        var generation: UInt64 = 0
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+    private let eventLog: EventLog
+    private let handler = Mutex<Int?>(nil)
+
+    init(eventLog: EventLog) {
+        self.eventLog = eventLog
+        let id = eventLog.observers.add { [weak self] change in
+            if case .pending = change { return }  // not in the log yet: its commit follows
+            self?.advance()
+        }
+        handler.withLock { $0 = id }
+        eventLog.startPollingIfNeeded()
+    }
+
+    deinit {
+        if let id = handler.withLock({ $0 }) { eventLog.observers.remove(id) }
+    }
+
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    private func advance() {
+        let waiter = state.withLock { state in
+            state.generation &+= 1
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when a commit was reported after `generation` was read, or the task is cancelled.
+    func wait(past generation: UInt64) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if state.generation != generation || Task.isCancelled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
+}

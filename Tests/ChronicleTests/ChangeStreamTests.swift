@@ -1,0 +1,112 @@
+@testable import Chronicle
+import ChronicleTesting
+import Foundation
+import Testing
+
+/// `store.changes(after:)`, the log as a lossless, resumable stream, and several keys observed
+/// at once (#15).
+struct ChangeStreamTests {
+    /// Every event arrives once, in log order, whoever wrote it and however fast: more than a
+    /// page of history, concurrent writers, another `Store` on the directory, a replicated
+    /// import and another process.
+    @Test func everyEventArrivesOnceInOrder() async throws {
+        try await withTemporaryStore { store, directory async throws in
+            for i in 1...300 { store[Key<Int>("history.\(i % 7)", default: 0)] = i }  // more than a page
+            try await store.flush()
+            let stream = store.changes(after: 0)
+            let writers = (0..<4).map { writer in
+                Task.detached {
+                    for i in 0..<25 { try await store.set(i, for: Key<Int>("writer.\(writer)", default: -1)) }
+                }
+            }
+            let second = try Store(directory: directory)
+            try await second.set("other store", for: Key<String>("second", default: ""))
+            let peerDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: peerDirectory) }
+            let peer = try Store(directory: peerDirectory)
+            try await peer.set("from a peer", for: Key<String>("peer", default: ""))
+            try await Replicator(store: store, peers: [.store(peer)]).sync()
+            let tool = try await runChronicle(["set", "tool", "from another process", "--store", directory.path])
+            #expect(tool.status == 0, "\(tool.stderr)")
+            for writer in writers { try await writer.value }
+
+            let expected = 300 + 100 + 3
+            let heard = await collect(stream) { $0.count == expected }
+            #expect(heard.count == expected)
+            #expect(heard.map(\.sequence) == Array(1...UInt64(expected)), "every event once, in log order")
+            #expect(Set(heard.map(\.key)).isSuperset(of: ["second", "peer", "tool", "writer.0", "writer.3"]))
+            for writer in 0..<4 {
+                let values = try heard.filter { $0.key == "writer.\(writer)" }.map { try $0.value(as: Int.self) }
+                #expect(values == Array(0..<25), "each writer's values in its order")
+            }
+            #expect(try heard.first { $0.key == "tool" }?.value(as: String.self) == "from another process")
+        }
+    }
+
+    /// A consumer that keeps the sequence of the last change it handled resumes there, and a
+    /// slow consumer loses nothing.
+    @Test func resumesFromACheckpointAndWaitsForNewCommits() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let key = Key<Int?>("counter")
+            for i in 1...10 { try await store.set(i, for: key) }
+            try store.remove(key)
+            let first = await collect(store.changes()) { $0.count == 5 }
+            let checkpoint = try #require(first.last?.sequence)
+            let resumed = store.changes(after: checkpoint)
+            let slowReader = Task {
+                var heard: [Int?] = []
+                for await change in resumed {
+                    try await Task.sleep(for: .milliseconds(2))
+                    heard.append(try change.value(as: Int.self))
+                    if heard.count == 16 { break }
+                }
+                return heard
+            }
+            for i in 11...20 { store[key] = i }  // non-throwing: in the stream once committed
+            let heard = try await slowReader.value
+            #expect(heard == [6, 7, 8, 9, 10, nil] + (11...20).map { $0 })
+        }
+    }
+
+    /// A cancelled stream ends and leaves the log's observers; sealed values never show.
+    @Test func cancellingEndsTheStreamAndSealedValuesStaySealed() async throws {
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
+            try await store.set("s3cret", for: .apiToken)
+            let eventLog = try store.eventLog
+            let reader = Task {
+                var seen: [LogEntry] = []
+                for await change in store.changes() { seen.append(change) }
+                return seen
+            }
+            while eventLog.observers.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(50))
+            reader.cancel()
+            let seen = await reader.value
+            #expect(seen.map(\.key) == ["auth.token"])
+            #expect(seen.first?.valueJSON == nil)
+            #expect(throws: ChronicleError.self) { try seen.first?.value(as: String.self) }
+            #expect(eventLog.observers.isEmpty, "the stream left the hub")
+        }
+    }
+
+    /// Each element holds every key's value after a change of any of them.
+    @Test func severalKeysAtOnce() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            store[.theme] = .dark
+            var updates = store.updates(of: .theme, .launches).makeAsyncIterator()
+            func next(until done: (Theme, Int) -> Bool) async -> (Theme, Int)? {
+                while let (theme, launches) = await updates.next() {
+                    if done(theme, launches) { return (theme, launches) }
+                }
+                return nil
+            }
+            #expect(await next { _, _ in true }.map { $0 == (.dark, 0) } == true, "the current values first")
+            try await store.set(1, for: .launches)
+            #expect(await next { $1 == 1 }.map { $0 == (.dark, 1) } == true)
+            try await store.set(.light, for: .theme)
+            #expect(await next { theme, _ in theme == .light }.map { $0 == (.light, 1) } == true)
+            try await store.set(2, for: .launches)
+            #expect(await next { $1 == 2 }.map { $0 == (.light, 2) } == true)
+        }
+    }
+}
