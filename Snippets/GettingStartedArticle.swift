@@ -32,3 +32,11 @@ try store.write { batch in            // one transaction, one fsync: all or noth
 for revision in try store.history(of: .theme) {
     print(revision.value as Any, revision.date, revision.origin)
 }
+// snippet.hide
+let legacyPlist = applicationSupport.appendingPathComponent("com.example.notes.plist")
+// snippet.show
+try store.importValues(from: .standard, names: ["theme", "launches"])  // one event per value, idempotent
+try store.importPropertyList(at: legacyPlist)          // a UserDefaults domain, `defaults export`
+try store.renameKey(from: "settings.colour", to: "settings.color")      // set + remove, one transaction
+try store.reset(.theme, .launches)                     // several keys, one transaction
+try await store.flush()                                // every change so far is durable

@@ -10,6 +10,10 @@ func apply<T>(_ value: T) {}
 let other = try Store(directory: url.appendingPathComponent("other"))
 let sharedFolder = url.appendingPathComponent("shared")
 let t = "token"
+func render<A, B>(_ a: A, _ b: B) {}
+func project(_ change: LogEntry) {}
+var checkpoint: UInt64 = 0
+let plistURL = url.appendingPathComponent("prefs.plist")
 // snippet.show
 import Chronicle
 
@@ -26,6 +30,12 @@ store[.theme] = .dark                                               // returns a
 try store.write { batch in batch[.launches] = 3; batch[.apiToken] = "s3cr3t" }
 for revision in try store.history(of: .theme) { print(revision) }   // value, time, origin
 for await theme in store.updates(of: .theme) { apply(theme) }       // every change, from anywhere
+for await (theme, launches) in store.updates(of: .theme, .launches) { render(theme, launches) }
+for await change in store.changes(after: checkpoint) { project(change); checkpoint = change.sequence }  // the log, lossless
+
+try store.importValues(from: .standard, names: ["theme", "launches"])   // one event each; a second run adds nothing
+try store.importPropertyList(at: plistURL)                          // a UserDefaults domain or `defaults export` file
+try store.renameKey(from: "settings.colour", to: "settings.color")  // set new + remove old, one transaction, syncs
 
 final class Settings {
     @Default(.theme) var theme                                      // Store.standard

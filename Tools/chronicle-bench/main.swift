@@ -87,6 +87,32 @@ final class Counter: Sendable {
 }
 let value8 = [UInt8](repeating: 7, count: 8)
 
+// MARK: - Writes from the main thread (a steady trickle)
+
+let onlyLatency = arguments.contains("--only-latency")
+do {
+    let store = try Store(directory: scratch.directory("latency"))
+    let defaults = makeDefaults()
+    let count = n(2_000)
+    let result = try writeLatencies(store: store, defaults: defaults, count: count, interval: .milliseconds(2))
+    let ratio = result.nonThrowing.percentile(0.5) / result.userDefaults.percentile(0.5)
+    let tail = result.nonThrowing.percentile(0.99) / result.userDefaults.percentile(0.99)
+    report.single("store[key] = v on the calling thread, 1 write / 2 ms", result.nonThrowing.summary,
+                  String(format: "UserDefaults.set %@; p50 %.2f×, p99 %.2f× (target ≤ 2×)", result.userDefaults.summary, ratio, tail))
+    report.single("… until that change is durable", result.durableAfter.summary,
+                  "\(result.durableAfter.nanoseconds.count) of \(count) timed (target ≤ 10 ms)")
+    report.single("try store.set (durable) on the calling thread", result.durable.summary,
+                  String(format: "p50 %.0f× UserDefaults.set", result.durable.percentile(0.5) / result.userDefaults.percentile(0.5)))
+} catch {
+    print("latency benchmark failed: \(error)")
+}
+
+if onlyLatency {
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, partial run"))
+    for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+    exit(0)
+}
+
 // MARK: - Durable writes
 
 let onlyWrites = arguments.contains("--only-writes")
@@ -158,7 +184,11 @@ do {
 
 // MARK: - GRDB (SQLite WAL)
 
-if onlyWrites { exit(0) }
+if onlyWrites {
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, partial run"))
+    for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+    exit(0)
+}
 
 for synchronous in ["FULL", "NORMAL"] {
     do {
