@@ -70,6 +70,28 @@ struct ObservationTests {
         }
     }
 
+    /// 100 concurrent writers of one key (durable and non-throwing forms mixed): every observer
+    /// hears every value, in the order of the key's history (observers used to hear 72–84).
+    @Test func observersHearEveryValueOfConcurrentWriters() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let key = Key<Int>("concurrent", default: 0)
+            let streams = (0..<5).map { _ in store.updates(of: key) }
+            let writers = (1...100).map { value in
+                Task.detached {
+                    if value.isMultiple(of: 2) { store[key] = value } else { try await store.set(value, for: key) }
+                }
+            }
+            for writer in writers { try await writer.value }
+            try await store.flush()
+            let history = try store.history(of: key).compactMap(\.value)
+            #expect(history.count == 100)
+            for stream in streams {
+                let heard = await collect(stream) { $0.count == 101 }
+                #expect(heard == [0] + history)
+            }
+        }
+    }
+
     @Test func everyObserverHearsEveryChange() async throws {
         try await withTemporaryStore { store, directory async throws in
             let second = try Store(directory: directory)

@@ -33,9 +33,46 @@ extension EventLog {
     /// revert (observers hear the stored value again).
     func enqueue(_ changes: [PendingChange]) throws {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        let (place, tickets) = queueVisibly(changes, committer)
+        // Weakly: a closing store settles its queue itself, and must not be kept open by it.
+        pendingQueue.async { [weak self, committer] in
+            do {
+                _ = try committer.wait(place)
+                self?.settle(changes, tickets, failed: false)
+            } catch {
+                self?.logger.error(
+                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(self?.path ?? "?")"])
+                self?.settle(changes, tickets, failed: true)
+            }
+        }
+    }
+
+    /// Commits `changes` and returns once they are committed (durably, in the durable mode),
+    /// blocking the calling thread; reads and observers of this process see them from the call
+    /// on, in the order of every local write, whatever its form. When the commit fails, they
+    /// revert (observers hear the stored value again) and the error is thrown.
+    func commitVisibly(_ changes: [PendingChange]) throws -> [CommittedEvent] {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        let (place, tickets) = queueVisibly(changes, committer)
+        do {
+            let committed = try committer.wait(place)
+            settle(changes, tickets, failed: false)
+            return committed
+        } catch {
+            settle(changes, tickets, failed: true)
+            throw error
+        }
+    }
+
+    /// Makes `changes` visible to reads and observers and takes their place in the commit queue,
+    /// under one lock: commits, reads and observers all see local writes in the order of the calls.
+    private func queueVisibly(
+        _ changes: [PendingChange], _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>
+    ) -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64]) {
         // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
         // since the committer wipes the originals as soon as their transaction is over.
-        let (place, tickets, visible) = pending.withLock { pending -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64], [PendingChange]) in
+        pending.withLock { pending in
             var queued = changes
             var visible = changes
             var tickets: [UInt64] = []
@@ -49,21 +86,9 @@ extension EventLog {
                     ticket: pending.lastTicket, change: visible[index])
             }
             pendingCount.add(changes.count, ordering: .releasing)
-            // Under the same lock as every local commit's place in the queue: commits keep the order of the calls.
-            return (committer.enqueue(queued), tickets, visible)
-        }
-        observers.publishPending(visible)
-        // Weakly: a closing store settles its queue itself, and must not be kept open by it.
-        pendingQueue.async { [weak self, committer] in
-            do {
-                _ = try committer.wait(place)
-                self?.settle(changes, tickets, failed: false)
-            } catch {
-                self?.logger.error(
-                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
-                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(self?.path ?? "?")"])
-                self?.settle(changes, tickets, failed: true)
-            }
+            // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
+            observers.publishPending(visible)
+            return (committer.enqueue(queued), tickets)
         }
     }
 

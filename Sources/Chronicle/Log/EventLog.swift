@@ -128,10 +128,9 @@ final class EventLog: Sendable {
     /// Commits the changes as one transaction (grouped with concurrent callers).
     /// Returns after the commit is durable (per the store's durability mode).
     func commit(_ changes: [PendingChange]) throws -> [CommittedEvent] {
-        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
         do {
-            // Behind every change queued before by the non-throwing forms.
-            return try committer.wait(pending.withLock { _ in committer.enqueue(changes) })
+            // Behind every change queued before by the non-throwing forms, and visible like them.
+            return try commitVisibly(changes)
         } catch let error as LMDBError where error == .noSpace || error == .ioError {
             throw diskError(error)
         }

@@ -34,6 +34,9 @@ final class KeyChannel<K: ValueKey>: Sendable {
         /// The ticket of the last non-throwing change handed out before its commit: the commits
         /// of it and of earlier ones are not news (their values went out already).
         var lastTicket: UInt64 = 0
+        /// The greatest ticket among this key's committed events: below `lastTicket`, a local
+        /// change is visible and not yet committed.
+        var lastCommittedTicket: UInt64 = 0
     }
 
     private let store: Store
@@ -78,6 +81,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
         let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
             guard !state.subscribers.isEmpty, let (value, fingerprint, sequence) = read() else { return [] }
             state.lastSequence = max(state.lastSequence, sequence)
+            state.lastCommittedTicket = state.lastTicket  // a re-read sees what is visible now
             return hand(value, fingerprint, &state)
         }
         yield(handOut)
@@ -94,7 +98,14 @@ final class KeyChannel<K: ValueKey>: Sendable {
                 && committed.event.domain == key.domain && committed.event.key == key.name
             {
                 state.lastSequence = committed.sequence
-                if committed.ticket != 0, committed.ticket < state.lastTicket { continue }  // shown before its commit
+                if committed.ticket != 0 {
+                    state.lastCommittedTicket = max(state.lastCommittedTicket, committed.ticket)
+                    if committed.ticket < state.lastTicket { continue }  // shown before its commit
+                } else if state.lastCommittedTicket < state.lastTicket {
+                    // Another writer's event (an import) under a local change that is visible and
+                    // commits after it, later on the clock: reads never show it, nor do observers.
+                    continue
+                }
                 guard let (value, fingerprint) = decode(ViewEntry(event: committed.event, sequence: committed.sequence)) else { continue }
                 handOut += hand(value, fingerprint, &state)
             }
