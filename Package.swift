@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Chronicle", targets: ["Chronicle"]),
         .library(name: "ChronicleTesting", targets: ["ChronicleTesting"]),
         .library(name: "ChronicleHTTP", targets: ["ChronicleHTTP"]),
+        .library(name: "ChronicleHub", targets: ["ChronicleHub"]),
         .executable(name: "chronicle", targets: ["chronicle"]),
     ],
     dependencies: [
@@ -22,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // The hub: PostgreSQL and Prometheus metrics.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Benchmarks only (the chronicle-bench target is in no product).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
@@ -70,13 +74,30 @@ let package = Package(
             ]
         ),
 
+        // The hub: multi-tenant sync on PostgreSQL, speaking the HTTP protocol of ChronicleHTTP's server.
+        .target(
+            name: "ChronicleHub",
+            dependencies: [
+                "Chronicle",
+                "ChronicleSodium",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // The command-line tool.
         .executableTarget(
             name: "chronicle",
             dependencies: [
                 "Chronicle",
                 "ChronicleHTTP",
+                "ChronicleHub",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/chronicle"
         ),
@@ -118,6 +139,18 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ChronicleHubTests",
+            dependencies: [
+                "ChronicleHub", "ChronicleHTTP", "Chronicle",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]
         ),
     ],

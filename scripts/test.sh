@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need, builds everything, runs the benchmark harness at
-# smoke sizes (so it never rots), then runs the whole suite (Swift Testing, in parallel).
+# smoke sizes (so it never rots), then runs the whole suite (Swift Testing, in parallel) beside
+# a throwaway PostgreSQL cluster for the hub's tests (scripts/with-postgres.sh installs and starts it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -8,5 +9,5 @@ swift build --build-tests
 echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
 .build/debug/chronicle-bench --smoke > .build/bench-smoke.log 2>&1 || { cat .build/bench-smoke.log; exit 1; }
 tail -n 3 .build/bench-smoke.log
-echo "== tests =="
-swift test --skip-build
+echo "== tests (with a throwaway PostgreSQL server for the hub's) =="
+scripts/with-postgres.sh swift test --skip-build

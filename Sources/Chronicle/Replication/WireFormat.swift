@@ -1,0 +1,59 @@
+/// What the HTTP protocol (docs/FORMAT.md, section 8) shares between `chronicle serve`
+/// (`ChronicleHTTP`) and the hub (`ChronicleHub`).
+package enum WireFormat {
+    /// The media type of a range body.
+    package static let rangeMediaType = "application/vnd.chronicle.range"
+
+    /// `syncable` (the default, also for `nil`) or `small:BYTES`; `nil` for anything else.
+    package static func filter(_ text: String?) -> RangeFilter? {
+        guard let text, text != "syncable" else { return .syncable }
+        if text.hasPrefix("small:"), let limit = Int(text.dropFirst(6)), limit >= 0 { return .automaticSmall(maxPayload: limit) }
+        return nil
+    }
+
+    package static func text(_ filter: RangeFilter) -> String {
+        switch filter {
+        case .syncable: "syncable"
+        case let .automaticSmall(limit): "small:\(limit)"
+        }
+    }
+}
+
+/// ``ReplicaInfo`` on the wire: ids in hex.
+package struct WireInfo: Codable, Sendable {
+    package var replicaID: String
+    package var epoch: String
+    package var protocolVersion: UInt8
+    package var head: UInt64
+    package var writer: String?
+
+    package init(_ info: ReplicaInfo) {
+        replicaID = info.replicaID.hex
+        epoch = info.epoch.hex
+        protocolVersion = info.protocolVersion
+        head = info.head
+        writer = info.writer?.hex
+    }
+
+    /// A relay's info: its id and epoch as 16 bytes each, no writer (like a mailbox: pushers judge
+    /// what they pushed by their own checkpoints).
+    package init(relay id: [UInt8], epoch: [UInt8], head: UInt64) {
+        replicaID = id.hexString
+        self.epoch = epoch.hexString
+        protocolVersion = EventRange.protocolVersion
+        self.head = head
+        writer = nil
+    }
+
+    package func info() throws(ChronicleError) -> ReplicaInfo {
+        guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
+            throw .malformedInput("the peer's info is malformed")
+        }
+        var writerID: ReplicaID?
+        if let writer {
+            guard let id = ReplicaID(hex: writer) else { throw .malformedInput("the peer's writer id is malformed") }
+            writerID = id
+        }
+        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID)
+    }
+}

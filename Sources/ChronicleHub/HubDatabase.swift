@@ -1,0 +1,433 @@
+public import Chronicle
+import ChronicleSodium
+import Foundation
+public import Logging
+import NIOCore
+import PostgresNIO
+
+/// The hub's state in PostgreSQL: tenants, device tokens (hashed), each tenant's log of event
+/// items as received, and the wrapped keys devices pushed. Hub processes hold nothing else, so
+/// any number of them serve the same tenants.
+///
+/// Schema (`migrate()`; docs/FORMAT.md, section 13):
+///
+/// ```
+/// tenants(id, name UNIQUE, relay_id 16 B, epoch 16 B, head, chain 32 B, event_count, byte_count,
+///         max_events, max_bytes)
+/// devices(tenant_id, name, token_hash 32 B UNIQUE, created, last_seen, pushed, pulled)
+/// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
+///        PRIMARY KEY (tenant_id, position), UNIQUE (tenant_id, writer, counter))
+/// wrapped_keys(tenant_id, digest 32 B, body)
+/// ```
+///
+/// Positions are a tenant's own sequence, numbered inside the appending transaction while it
+/// holds the tenant's row lock: appends of one tenant are serialized and commit in position
+/// order, so a puller at position N never misses an event that commits later below N.
+public final class HubDatabase: Sendable {
+    /// The pooled client (run by ``run()``).
+    let client: PostgresClient
+    let configuration: PostgresClient.Configuration
+    let logger: Logger
+
+    /// Items one pull scans at most (the filters may pass over many).
+    static let scanLimit = 4_096
+    /// About how many bytes of events one pull returns at most.
+    static let pullBytes = 1 << 20
+    /// The channel the hub's nodes notify on: the payload is the tenant id.
+    static let channel = "chronicle_hub"
+
+    /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
+    ///
+    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the URL is not one.
+    public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
+        configuration = try Self.configuration(url: url)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until the task is cancelled; every other call needs it running.
+    public func run() async {
+        await client.run()
+    }
+
+    static func configuration(url text: String) throws(ChronicleError) -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+            let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty
+        else {
+            throw .invalidArgument("the database must be a URL like postgres://USER:PASSWORD@HOST:5432/DATABASE")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-full", "verify-ca": tls = .require(.makeClientConfiguration())
+        default: throw .invalidArgument("sslmode is disable, prefer or require")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user, password: url.password, database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 40
+        return configuration
+    }
+
+    /// Runs `body` in a transaction; what `body` throws comes out as itself (a refusal stays a
+    /// refusal), not wrapped in the driver's transaction error.
+    func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            if let inner = error.closureError ?? error.beginError { throw inner }
+            throw error
+        }
+    }
+
+    // MARK: - Schema
+
+    /// Creates or upgrades the schema (idempotent; concurrent runs wait for each other).
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7411011)", logger: logger)
+            for statement: PostgresQuery in [
+                """
+                CREATE TABLE IF NOT EXISTS tenants (
+                    id bigserial PRIMARY KEY,
+                    name text NOT NULL UNIQUE,
+                    relay_id bytea NOT NULL,
+                    epoch bytea NOT NULL,
+                    head bigint NOT NULL DEFAULT 0,
+                    chain bytea NOT NULL,
+                    event_count bigint NOT NULL DEFAULT 0,
+                    byte_count bigint NOT NULL DEFAULT 0,
+                    max_events bigint,
+                    max_bytes bigint,
+                    created timestamptz NOT NULL DEFAULT now())
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS devices (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    name text NOT NULL,
+                    token_hash bytea NOT NULL UNIQUE,
+                    created timestamptz NOT NULL DEFAULT now(),
+                    last_seen timestamptz,
+                    pushed bigint NOT NULL DEFAULT 0,
+                    pulled bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (tenant_id, name))
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS events (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    position bigint NOT NULL,
+                    writer bytea NOT NULL,
+                    counter bigint NOT NULL,
+                    policy smallint NOT NULL,
+                    payload_size integer NOT NULL,
+                    body bytea NOT NULL,
+                    chain bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, position),
+                    UNIQUE (tenant_id, writer, counter))
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS wrapped_keys (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    digest bytea NOT NULL,
+                    body bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, digest))
+                """,
+            ] {
+                try await connection.query(statement, logger: logger)
+            }
+        }
+    }
+
+    // MARK: - Tenants and tokens
+
+    /// Adds a tenant; returns `false` when one of that name exists already.
+    ///
+    /// - Parameters:
+    ///   - maxEvents: the most events the tenant's log may hold (`nil`: no limit).
+    ///   - maxBytes: the most bytes of event items it may hold (`nil`: no limit).
+    @discardableResult
+    public func addTenant(_ name: String, maxEvents: Int64? = nil, maxBytes: Int64? = nil) async throws -> Bool {
+        try Self.validate(name: name, what: "tenant")
+        let relay = ByteBuffer(bytes: Sodium.randomBytes(16))
+        let epoch = ByteBuffer(bytes: Sodium.randomBytes(16))
+        let chain = ByteBuffer(bytes: RelayRange.emptyChain)
+        let rows = try await client.query(
+            """
+            INSERT INTO tenants (name, relay_id, epoch, chain, max_events, max_bytes)
+            VALUES (\(name), \(relay), \(epoch), \(chain), \(maxEvents), \(maxBytes))
+            ON CONFLICT (name) DO NOTHING RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// A tenant as `chronicle hub tenant list` shows it.
+    public struct TenantSummary: Sendable, Equatable {
+        public var name: String
+        public var devices: Int
+        public var events: Int64
+        public var bytes: Int64
+        public var maxEvents: Int64?
+        public var maxBytes: Int64?
+    }
+
+    /// Every tenant, by name.
+    public func tenants() async throws -> [TenantSummary] {
+        let rows = try await client.query(
+            """
+            SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events, t.max_bytes
+            FROM tenants t ORDER BY t.name
+            """, logger: logger)
+        var result: [TenantSummary] = []
+        for try await (name, devices, events, bytes, maxEvents, maxBytes) in rows.decode((String, Int64, Int64, Int64, Int64?, Int64?).self) {
+            result.append(TenantSummary(name: name, devices: Int(devices), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes))
+        }
+        return result
+    }
+
+    /// Sets a tenant's quotas (`nil`: no limit).
+    public func setQuota(tenant: String, maxEvents: Int64?, maxBytes: Int64?) async throws {
+        let rows = try await client.query(
+            "UPDATE tenants SET max_events = \(maxEvents), max_bytes = \(maxBytes) WHERE name = \(tenant) RETURNING id", logger: logger)
+        for try await _ in rows { return }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Issues a new token for a device of a tenant (replacing the device's previous token) and
+    /// returns it; only its hash is stored.
+    public func issueToken(tenant: String, device: String) async throws -> String {
+        try Self.validate(name: device, what: "device")
+        let token = "chr_" + Data(Sodium.randomBytes(32)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            """
+            INSERT INTO devices (tenant_id, name, token_hash)
+            SELECT id, \(device), \(hash) FROM tenants WHERE name = \(tenant)
+            ON CONFLICT (tenant_id, name) DO UPDATE SET token_hash = EXCLUDED.token_hash, created = now()
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return token }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Revokes a device's token: refused from the next request on, on every node. Returns
+    /// `false` when the device had none.
+    @discardableResult
+    public func revokeToken(tenant: String, device: String) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            DELETE FROM devices WHERE name = \(device) AND tenant_id = (SELECT id FROM tenants WHERE name = \(tenant))
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// The device a token belongs to, or `nil` (unknown or revoked).
+    func device(token: String) async throws -> HubDevice? {
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            "SELECT tenant_id, name FROM devices WHERE token_hash = \(hash)", logger: logger)
+        for try await (tenant, name) in rows.decode((Int64, String).self) { return HubDevice(tenant: tenant, name: name) }
+        return nil
+    }
+
+    static func tokenHash(_ token: String) -> [UInt8] { GenericHash.hash(Array(token.utf8)) }
+
+    static func validate(name: String, what: String) throws(HubRefusal) {
+        guard (1...200).contains(name.utf8.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "._-@".contains($0) }) else {
+            throw .invalidName("a \(what) name is 1 to 200 letters, digits and . _ - @")
+        }
+    }
+
+    // MARK: - The log
+
+    /// What the hub answers `GET /v1/info` with for a tenant.
+    func info(tenant: Int64) async throws -> WireInfo {
+        let rows = try await client.query("SELECT relay_id, epoch, head FROM tenants WHERE id = \(tenant)", logger: logger)
+        for try await (relay, epoch, head) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
+            return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head))
+        }
+        throw HubRefusal.unknownTenant("#\(tenant)")
+    }
+
+    /// Appends a pushed range's new items to the tenant's log in one transaction: keys the
+    /// tenant has not seen, events whose identity it has not stored (in range order); quotas
+    /// checked before anything is written. Notifies every node.
+    func append(_ range: RelayRange, device: HubDevice) async throws -> RangeReceipt {
+        try await transaction { connection in
+            // The tenant's row lock serializes its appends: positions are numbered under it.
+            let tenantRows = try await connection.query(
+                "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(device.tenant) FOR UPDATE",
+                logger: logger)
+            var state: (head: Int64, chain: [UInt8], events: Int64, bytes: Int64, maxEvents: Int64?, maxBytes: Int64?)?
+            for try await (head, chain, events, bytes, maxEvents, maxBytes) in tenantRows.decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
+                state = (head, Array(buffer: chain), events, bytes, maxEvents, maxBytes)
+            }
+            guard var tenant = state else { throw HubRefusal.unknownTenant("#\(device.tenant)") }
+
+            var receipt = RangeReceipt()
+            receipt.received = range.events.count
+            // Identities stored already (pushed before, or by another device or node).
+            var known = Set<IdentityKey>()
+            if !range.events.isEmpty {
+                let writers = range.events.map { ByteBuffer(bytes: $0.writer) }
+                let counters = range.events.map { Int64($0.counter) }
+                let rows = try await connection.query(
+                    """
+                    SELECT e.writer, e.counter FROM events e
+                    JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS u(writer, counter)
+                      ON e.writer = u.writer AND e.counter = u.counter
+                    WHERE e.tenant_id = \(device.tenant)
+                    """, logger: logger)
+                for try await (writer, counter) in rows.decode((ByteBuffer, Int64).self) {
+                    known.insert(IdentityKey(writer: Array(buffer: writer), counter: counter))
+                }
+            }
+            var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
+            var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
+            var addedBytes: Int64 = 0
+            for event in range.events {
+                let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
+                guard known.insert(identity).inserted else {
+                    receipt.duplicates += 1
+                    continue
+                }
+                tenant.head += 1
+                tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
+                positions.append(tenant.head)
+                writers.append(ByteBuffer(bytes: event.writer))
+                counters.append(Int64(event.counter))
+                policies.append(event.policy.map(Int16.init) ?? -1)
+                sizes.append(Int32(clamping: event.payloadSize))
+                bodies.append(ByteBuffer(bytes: event.bytes))
+                chains.append(ByteBuffer(bytes: tenant.chain))
+                addedBytes += Int64(event.bytes.count)
+            }
+            if let maxEvents = tenant.maxEvents, tenant.events + Int64(positions.count) > maxEvents {
+                throw HubRefusal.quotaExceeded(
+                    "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(positions.count) more pushed): ask the operator")
+            }
+            if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
+                throw HubRefusal.quotaExceeded(
+                    "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
+            }
+            for key in range.keys {
+                let digest = ByteBuffer(bytes: GenericHash.hash(key.bytes))
+                let body = ByteBuffer(bytes: key.bytes)
+                let rows = try await connection.query(
+                    """
+                    INSERT INTO wrapped_keys (tenant_id, digest, body) VALUES (\(device.tenant), \(digest), \(body))
+                    ON CONFLICT DO NOTHING RETURNING tenant_id
+                    """, logger: logger)
+                for try await _ in rows { receipt.keys += 1 }
+            }
+            if !positions.isEmpty {
+                try await connection.query(
+                    """
+                    INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
+                    SELECT \(device.tenant), * FROM unnest(\(positions)::bigint[], \(writers)::bytea[], \(counters)::bigint[],
+                        \(policies)::smallint[], \(sizes)::integer[], \(bodies)::bytea[], \(chains)::bytea[])
+                    """, logger: logger)
+                let chain = ByteBuffer(bytes: tenant.chain)
+                try await connection.query(
+                    """
+                    UPDATE tenants SET head = \(tenant.head), chain = \(chain), event_count = event_count + \(Int64(positions.count)),
+                        byte_count = byte_count + \(addedBytes)
+                    WHERE id = \(device.tenant)
+                    """, logger: logger)
+            }
+            try await connection.query(
+                "UPDATE devices SET last_seen = now(), pushed = pushed + \(Int64(positions.count)) WHERE tenant_id = \(device.tenant) AND name = \(device.name)",
+                logger: logger)
+            if !positions.isEmpty || receipt.keys > 0 {
+                try await connection.query("SELECT pg_notify(\(Self.channel), \(String(device.tenant)))", logger: logger)
+            }
+            receipt.applied = positions.count
+            return receipt
+        }
+    }
+
+    /// A range of the tenant's log after position `after`, as `GET /v1/range` returns it: at most
+    /// `maxEvents` events passing `filter` (and not written by `excluding`), read in one snapshot.
+    /// Also returns whether it holds any event.
+    func range(
+        tenant: Int64, device: String, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
+    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64) {
+        try await transaction { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            let tenantRows = try await connection.query(
+                "SELECT relay_id, epoch, head, chain FROM tenants WHERE id = \(tenant)", logger: logger)
+            var found: (relay: [UInt8], epoch: [UInt8], head: UInt64, chain: [UInt8])?
+            for try await (relay, epoch, head, chain) in tenantRows.decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) {
+                found = (Array(buffer: relay), Array(buffer: epoch), UInt64(head), Array(buffer: chain))
+            }
+            guard let state = found else { throw HubRefusal.unknownTenant("#\(tenant)") }
+            // A checkpoint past the head (the database restored from an older backup): answer from
+            // the head, and the puller starts again from 0.
+            let start = min(after, state.head)
+            var afterChain = RelayRange.emptyChain
+            if start == state.head {
+                afterChain = state.chain
+            } else if start > 0 {
+                let rows = try await connection.query(
+                    "SELECT chain FROM events WHERE tenant_id = \(tenant) AND position = \(Int64(start))", logger: logger)
+                for try await chain in rows.decode(ByteBuffer.self) { afterChain = Array(buffer: chain) }
+            }
+            var upTo = start
+            var upToChain = afterChain
+            var bodies: [[UInt8]] = []
+            var bytes = 0
+            if start < state.head {
+                let rows = try await connection.query(
+                    """
+                    SELECT position, writer, policy, payload_size, body, chain FROM events
+                    WHERE tenant_id = \(tenant) AND position > \(Int64(start)) AND position <= \(Int64(state.head))
+                    ORDER BY position LIMIT \(Self.scanLimit)
+                    """, logger: logger)
+                for try await (position, eventWriter, policy, size, body, chain) in rows.decode((Int64, ByteBuffer, Int16, Int32, ByteBuffer, ByteBuffer).self) {
+                    if bodies.count >= maxEvents || bytes >= Self.pullBytes { break }
+                    upTo = UInt64(position)
+                    upToChain = Array(buffer: chain)
+                    guard RelayRange.admits(filter, policy: policy < 0 ? nil : UInt8(clamping: policy), payloadSize: Int(size)),
+                        writer.map({ Array(buffer: eventWriter) != $0 }) ?? true
+                    else { continue }
+                    bodies.append(Array(buffer: body))
+                    bytes += body.readableBytes
+                }
+            }
+            var keys: [[UInt8]] = []
+            if !bodies.isEmpty {
+                let rows = try await connection.query(
+                    "SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) ORDER BY digest LIMIT 1024", logger: logger)
+                for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
+            }
+            let encoded = RelayRange.encode(
+                source: state.relay, epoch: state.epoch, after: start, upTo: upTo, head: state.head, afterChain: afterChain,
+                upToChain: upToChain, keys: keys, events: bodies)
+            return (encoded, bodies.count, upTo)
+        }
+    }
+
+    /// Records that `device` pulled up to `position` (the operator's view of each device's progress).
+    func recordPull(tenant: Int64, device: String, position: UInt64) async throws {
+        try await client.query(
+            "UPDATE devices SET last_seen = now(), pulled = GREATEST(pulled, \(Int64(position))) WHERE tenant_id = \(tenant) AND name = \(device)",
+            logger: logger)
+    }
+}
+
+/// A device authenticated by its token.
+struct HubDevice: Sendable, Equatable {
+    var tenant: Int64
+    var name: String
+}
+
+/// An event identity as a set member.
+struct IdentityKey: Hashable {
+    var writer: [UInt8]
+    var counter: Int64
+}

@@ -1,0 +1,28 @@
+import Hummingbird
+
+/// What the hub refuses, with the HTTP status it answers.
+enum HubRefusal: Error, CustomStringConvertible {
+    /// A tenant over its event or byte quota (507: the tenant's storage is full).
+    case quotaExceeded(String)
+    /// A malformed range or query (400).
+    case badRequest(String)
+    /// No such tenant (the operator's commands).
+    case unknownTenant(String)
+    /// A name the operator gave is not acceptable.
+    case invalidName(String)
+
+    var description: String {
+        switch self {
+        case let .quotaExceeded(text), let .badRequest(text), let .invalidName(text): text
+        case let .unknownTenant(name): "no tenant named \(name)"
+        }
+    }
+
+    var httpError: HTTPError {
+        switch self {
+        case let .quotaExceeded(text): HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: text)
+        case let .badRequest(text), let .invalidName(text): HTTPError(.badRequest, message: text)
+        case let .unknownTenant(name): HTTPError(.notFound, message: "no tenant named \(name)")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Wakes a node's long-polls when any node appends to their tenant: one `LISTEN` connection per
+/// node, on the channel every append notifies (PostgreSQL `NOTIFY` in the appending
+/// transaction, delivered only if it commits).
+final class HubNotifier: Sendable {
+    private struct State {
+        var generations: [Int64: UInt64] = [:]
+        var waiters: [Int64: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// How many appends to `tenant` this node heard of: read it before looking at the log, then
+    /// ``wait(for:past:timeout:)`` returns at once if one was heard since.
+    func generation(_ tenant: Int64) -> UInt64 {
+        state.withLock { $0.generations[tenant, default: 0] }
+    }
+
+    /// Long-polls waiting now (for the metrics).
+    var waiting: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+
+    /// Wakes the long-polls of `tenant`.
+    func notify(_ tenant: Int64) {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.generations[tenant, default: 0] &+= 1
+            return Array(state.waiters.removeValue(forKey: tenant)?.values ?? [:].values)
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Wakes every long-poll (after the listening connection was lost: appends may have been missed).
+    func notifyAll() {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            for tenant in state.generations.keys { state.generations[tenant, default: 0] &+= 1 }
+            let all = state.waiters.values.flatMap(\.values)
+            state.waiters.removeAll()
+            return all
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns when an append to `tenant` is heard after `generation`, after `timeout`, or when
+    /// the task is cancelled, whichever comes first.
+    func wait(for tenant: Int64, past generation: UInt64, timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.signal(tenant, past: generation) }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func signal(_ tenant: Int64, past generation: UInt64) async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter &+= 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.generations[tenant, default: 0] != generation || Task.isCancelled { return true }
+                    state.waiters[tenant, default: [:]][id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in state.waiters[tenant]?.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+
+    /// Listens on one pooled connection until cancelled, reconnecting by itself (PostgreSQL
+    /// restarted, connection lost); every reconnect wakes every long-poll.
+    func listen(_ database: HubDatabase) async {
+        while !Task.isCancelled {
+            do {
+                try await database.client.withConnection { connection in
+                    try await connection.listen(on: HubDatabase.channel) { notifications in
+                        self.notifyAll()
+                        for try await notification in notifications {
+                            if let tenant = Int64(notification.payload) { self.notify(tenant) }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("chronicle hub: lost the notification connection; reconnecting", metadata: ["error": "\(String(reflecting: error))"])
+                notifyAll()
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+}
