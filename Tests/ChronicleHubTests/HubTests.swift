@@ -193,6 +193,37 @@ struct HubTests {
         }
     }
 
+    /// Automatic mode through two nodes: a change reaches the other device by the hub's
+    /// long-poll, not by polling (the pull interval is an hour here).
+    @Test func automaticModeDeliversThroughTwoNodesWithoutPolling() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (first, second) = (try await hub.token(tenant, "first"), try await hub.token(tenant, "second"))
+            try await withStores(2) { stores in
+                var configuration = Replicator.Configuration()
+                configuration.pullInterval = .seconds(3600)
+                let a = Replicator(store: stores[0], peers: [hub.peer(node: 0, token: first)], configuration: configuration)
+                let b = Replicator(store: stores[1], peers: [hub.peer(node: 1, token: second)], configuration: configuration)
+                await a.start()
+                await b.start()
+                let updates = stores[1].updates(of: .hubNote)
+                try await Task.sleep(for: .milliseconds(500))  // both watching (or the first round pulls it anyway)
+                try await stores[0].set("pushed by a", for: .hubNote)
+                let arrived = await withTaskGroup(of: Bool.self) { group in
+                    group.addTask { for await value in updates where value == "pushed by a" { return true }; return false }
+                    group.addTask { try? await Task.sleep(for: .seconds(60)); return false }  // a guard, not a measurement
+                    let first = await group.next() ?? false
+                    group.cancelAll()
+                    return first
+                }
+                #expect(arrived, "the change did not arrive (the pull interval is an hour: only the long-poll brings it)")
+                #expect(stores[1][.hubNote] == "pushed by a")
+                await a.stop()
+                await b.stop()
+            }
+        }
+    }
+
     /// A long-poll on one node wakes when another device pushes through the other node
     /// (LISTEN/NOTIFY), and carries the new event.
     @Test func longPollWakesAcrossNodes() async throws {

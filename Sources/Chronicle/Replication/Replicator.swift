@@ -50,6 +50,7 @@ public actor Replicator: Service {
     private var worker: Task<Void, Never>?
     private var ticker: Task<Void, Never>?
     private var observerID: Int?
+    private var watchers: [Task<Void, Never>] = []
     private var failures: [Int: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
 
     /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
@@ -262,6 +263,11 @@ public actor Replicator: Service {
             trigger.yield()
             for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) { trigger.yield() }
         }
+        // Peers that can hold a request until their log changes (the hub) wake a round at once.
+        watchers = peers.compactMap { peer in
+            guard let waiting = peer.transport as? any ChangeWaitingTransport else { return nil }
+            return Task { await Self.watch(waiting, trigger: trigger, interval: interval) }
+        }
         let delay = configuration.pushDelay
         worker = Task { [weak self] in
             for await _ in triggers {
@@ -289,8 +295,30 @@ public actor Replicator: Service {
         stop()
     }
 
+    /// Waits on `transport` for changes of its log and triggers a round for each; against a peer
+    /// that answers at once (it cannot hold requests), or after an error, it waits `interval`
+    /// between attempts, so it never spins.
+    private static func watch(_ transport: any ChangeWaitingTransport, trigger: AsyncStream<Void>.Continuation, interval: Duration) async {
+        let clock = ContinuousClock()
+        while !Task.isCancelled {
+            let started = clock.now
+            do {
+                let head = try await transport.info().head
+                if try await transport.waitForChanges(after: head, timeout: .seconds(25)) {
+                    trigger.yield()
+                    continue
+                }
+            } catch {
+                if Task.isCancelled { return }
+            }
+            if clock.now - started < .seconds(1) { try? await Task.sleep(for: interval) }
+        }
+    }
+
     /// Stops automatic mode. Nothing acknowledged is lost; the next start resumes.
     public func stop() {
+        for watcher in watchers { watcher.cancel() }
+        watchers = []
         worker?.cancel()
         ticker?.cancel()
         worker = nil

@@ -17,3 +17,13 @@ public protocol SyncTransport: Sendable {
     /// Delivers an encoded range; returns only after the remote applied it durably.
     func push(_ range: Data) async throws -> RangeReceipt
 }
+
+/// A transport whose peer can hold a request until its log changes (the hub's long-poll): in
+/// automatic mode, a ``Replicator`` waits on it instead of waiting for its next pull interval,
+/// so a change another device pushes arrives within moments.
+public protocol ChangeWaitingTransport: SyncTransport {
+    /// Returns when the remote's log may hold something after position `after` (`true`), or
+    /// when `timeout` passed without a change (`false`). A peer that cannot hold requests
+    /// returns at once.
+    func waitForChanges(after: UInt64, timeout: Duration) async throws -> Bool
+}

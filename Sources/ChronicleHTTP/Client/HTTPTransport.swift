@@ -10,7 +10,7 @@ import NIOSSL
 /// ```swift
 /// let replicator = Replicator(store: store, peers: [.http(URL(string: "https://sync.example.com")!, token: token)])
 /// ```
-public struct HTTPTransport: SyncTransport {
+public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
     /// The server's base URL.
     public let baseURL: URL
     let token: String
@@ -45,6 +45,17 @@ public struct HTTPTransport: SyncTransport {
         var query = ["after": String(after), "filter": filterText(filter), "max": String(maxEvents)]
         if let origin { query["exclude"] = origin.hex }
         return try await send(.GET, path: "v1/range", query: query, body: nil)
+    }
+
+    /// Long-polls `GET /v1/range?after=N&max=1&wait=SECONDS` (the hub holds it until another
+    /// device pushes; `chronicle serve` answers at once).
+    public func waitForChanges(after: UInt64, timeout: Duration) async throws -> Bool {
+        let seconds = max(1, min(timeout.components.seconds, 30))
+        var transport = self
+        transport.timeout = .seconds(seconds + 15)
+        let body = try await transport.send(
+            .GET, path: "v1/range", query: ["after": String(after), "max": "1", "wait": String(seconds), "filter": "syncable"], body: nil)
+        return try RelayRange(decoding: Array(body)).upTo > after
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
