@@ -2,8 +2,11 @@
 @testable import ChronicleHub
 import ChronicleHTTP
 import PostgresNIO
+import Subprocess
+import SystemPackage
 import Foundation
 import NIOHTTP1
+import Synchronization
 import Testing
 
 extension Keys {
@@ -220,6 +223,87 @@ struct HubTests {
                 #expect(stores[1][.hubNote] == "pushed by a")
                 await a.stop()
                 await b.stop()
+            }
+        }
+    }
+
+    /// A node that stops in the middle of a large push: the device's next sync, through the
+    /// other node, completes with nothing lost and nothing stored twice.
+    @Test func aNodeStoppedMidPushLosesNothingAndDoublesNothing() async throws {
+        try await withHub(nodes: 1) { survivor in
+            let tenant = try await survivor.tenant()
+            let (writer, reader) = (try await survivor.token(tenant, "writer"), try await survivor.token(tenant, "reader"))
+            try await withStores(2) { stores in
+                try stores[0].write { batch in
+                    for i in 0..<3_000 { batch[Key<String>("hub.bulk\(i)", default: "")] = "value \(i)" }
+                }
+                // A second node of its own, stopped while the push is in flight.
+                let url = try #require(testDatabase)
+                let doomed = HubNode(database: try HubDatabase(url: url))
+                let ports = Ports()
+                let node = Task { try await doomed.run(host: "127.0.0.1", port: 0) { bound in ports.ports.withLock { $0[0] = bound } } }
+                while ports.ports.withLock({ $0[0] }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+                let doomedURL = URL(string: "http://127.0.0.1:\(ports.ports.withLock { $0[0] ?? 0 })")!
+                let push = Task { try await Replicator(store: stores[0], peers: [.http(doomedURL, token: writer)]).sync() }
+                try await Task.sleep(for: .milliseconds(40))
+                node.cancel()
+                _ = try? await push.value  // it may have finished, failed or half-finished
+                try await Replicator(store: stores[0], peers: [survivor.peer(node: 0, token: writer)]).sync()
+                try await Replicator(store: stores[1], peers: [survivor.peer(node: 0, token: reader)]).sync()
+                let id = try await survivor.tenantID(tenant)
+                let rows = try await survivor.admin.client.query("SELECT count(*), count(DISTINCT (writer, counter)), max(position) FROM events WHERE tenant_id = \(id)")
+                for try await (count, distinct, head) in rows.decode((Int64, Int64, Int64).self) {
+                    #expect(count == 3_000)
+                    #expect(distinct == 3_000)
+                    #expect(head == 3_000)
+                }
+                #expect(stores[1][Key<String>("hub.bulk2999", default: "")] == "value 2999")
+                #expect(try stores[1].logEntries().count == 3_000)
+            }
+        }
+    }
+
+    /// PostgreSQL restarted under the nodes: they reconnect by themselves (requests in between
+    /// get 503), and long-polls are woken through the new notification connection.
+    @Test func nodesReconnectAfterPostgreSQLRestarts() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let pgCtl = try #require(environment["CHRONICLE_TEST_PG_CTL"])
+        let data = try #require(environment["CHRONICLE_TEST_PG_DATA"])
+        let runAs = (environment["CHRONICLE_TEST_PG_RUN_AS"] ?? "").split(separator: " ").map(String.init)
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "device")
+            try await withStores(1) { stores in
+                try await stores[0].set("before", for: .hubNote)
+                try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
+
+                // pg_ctl restart reuses the server's options; its output goes to a file of the cluster.
+                let command = runAs + [pgCtl, "-D", data, "-m", "fast", "-w", "-l", data + "/../restart.log", "restart"]
+                let restart = try await Subprocess.run(
+                    .path(FilePath("/usr/bin/env")), arguments: Arguments(command), output: .discarded, error: .discarded)
+                #expect(restart.terminationStatus.isSuccess)
+
+                try await stores[0].set("after", for: .hubNote)
+                var synced = false
+                for _ in 0..<100 where !synced {
+                    do {
+                        try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
+                        synced = true
+                    } catch {
+                        try await Task.sleep(for: .milliseconds(100))  // 503 while the pool reconnects
+                    }
+                }
+                #expect(synced)
+                let id = try await hub.tenantID(tenant)
+                let generation = hub.nodes[0].notifier.generation(id)
+                try await stores[0].set("after again", for: .hubNote)
+                try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
+                var heard = false
+                for _ in 0..<300 where !heard {
+                    heard = hub.nodes[0].notifier.generation(id) > generation
+                    if !heard { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(heard, "node 0 listens again after the restart")
             }
         }
     }

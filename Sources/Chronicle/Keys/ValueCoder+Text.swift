@@ -11,7 +11,8 @@ public enum ValueKind: String, CaseIterable, Sendable {
     case double
     /// Text as given (a JSON string literal, as `get` prints one, is unquoted).
     case string
-    /// An ISO 8601 date and time, such as `2026-11-22T09:30:00Z` (fractional seconds allowed).
+    /// An ISO 8601 date and time, such as `2026-11-22T09:30:00Z` (fractional seconds allowed),
+    /// or seconds since 2001-01-01 (`get` prints a date no ISO text holds that way).
     case date
     /// A URL.
     case url
@@ -66,8 +67,11 @@ extension ValueCoder {
         case .string:
             return (.string, Array((jsonString(trimmed) ?? text).utf8))
         case .date:
-            guard let date = isoDate(unquoted) else { throw invalid("an ISO 8601 date and time such as 2026-11-22T09:30:00Z") }
-            return (.date, date.timeIntervalSinceReferenceDate.bitPattern.bigEndianBytes)
+            // ISO 8601, or seconds since 2001-01-01 (how `get` prints a date no ISO text holds).
+            guard let interval = isoDate(unquoted)?.timeIntervalSinceReferenceDate ?? Double(unquoted) else {
+                throw invalid("an ISO 8601 date and time such as 2026-11-22T09:30:00Z")
+            }
+            return (.date, interval.bitPattern.bigEndianBytes)
         case .url:
             guard !unquoted.isEmpty, let url = URL(string: unquoted) else { throw invalid("a URL") }
             return (.url, encodeURL(url))

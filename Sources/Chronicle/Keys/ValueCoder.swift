@@ -223,7 +223,11 @@ enum ValueCoder {
         case .data: return quoted(Data(payload).base64EncodedString())
         case .date:
             guard let bits = UInt64(bigEndianBytes: payload) else { return "null" }
-            return quoted(isoText(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
+            let interval = Double(bitPattern: bits)
+            let text = isoText(Date(timeIntervalSinceReferenceDate: interval))
+            if let back = isoDate(text), abs(back.timeIntervalSinceReferenceDate - interval) < 0.001 { return quoted(text) }
+            // No ISO 8601 text holds it (NaN, infinities, beyond year 9999): seconds since 2001, as text.
+            return quoted(interval.isNaN ? nonFiniteStrings.nan : interval.isInfinite ? (interval < 0 ? nonFiniteStrings.negativeInfinity : nonFiniteStrings.positiveInfinity) : String(interval))
         }
     }
 }

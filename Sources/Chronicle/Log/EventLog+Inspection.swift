@@ -23,7 +23,7 @@ extension EventLog {
         try environment.read { txn in
             var events: [CommittedEvent] = []
             _ = try replayLog(txn, upTo: range.upperBound) { sequence, event in
-                if range.contains(sequence) { events.append(CommittedEvent(sequence: sequence, event: event)) }
+                if range.contains(sequence) { events.append(CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))) }
             }
             return events
         }
@@ -32,9 +32,11 @@ extension EventLog {
     /// Up to `limit` events after sequence `after`, oldest first, and the last sequence looked
     /// at (records that are no events, such as anchors and opaque events, are passed over).
     /// One snapshot; the chain is `verify`'s to check.
-    func events(after: UInt64, limit: Int) throws -> (events: [CommittedEvent], through: UInt64) {
-        guard after < UInt64.max else { return ([], after) }
+    /// Also the log's epoch in that snapshot: a compaction renumbers the log and draws a new one.
+    func events(after: UInt64, limit: Int) throws -> (events: [CommittedEvent], through: UInt64, epoch: LogEpoch) {
         return try environment.read { txn in
+            let epoch = try Self.epoch(txn, dbs)
+            guard after < UInt64.max else { return ([], after, epoch) }
             var events: [CommittedEvent] = []
             var through = after
             try txn.scanInPlace(dbs.events, from: (after + 1).bigEndianBytes) { key, value in
@@ -42,12 +44,21 @@ extension EventLog {
                     throw ChronicleError.corruptRecord(sequence: through, reason: "a log key of \(key.count) bytes")
                 }
                 let record = try LogRecord(decoding: Array(value), sequence: sequence)
-                if record.kind == .event { events.append(CommittedEvent(sequence: sequence, event: try record.event(sequence: sequence))) }
+                if record.kind == .event {
+                    let event = try record.event(sequence: sequence)
+                    events.append(CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn)))
+                }
                 through = sequence
                 return events.count < limit
             }
-            return (events, through)
+            return (events, through, epoch)
         }
+    }
+
+    /// Whether the event at `sequence` is its key's current entry in the view.
+    private func isCurrent(_ event: Event, _ sequence: UInt64, _ txn: borrowing Transaction) throws -> Bool {
+        guard let bytes = try txn.get(dbs.view(event.domain), key: Array(event.key.utf8)) else { return false }
+        return try ViewEntry.decoding(bytes, key: event.key).sequence == sequence
     }
 
     /// Every key with a current entry, by domain and name, with its number of revisions.

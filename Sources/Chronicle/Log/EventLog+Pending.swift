@@ -12,6 +12,13 @@ import Synchronization
 /// this process, and committed moments later on a background queue; until then reads and
 /// observers of this process see them here. A crash of the process or the machine in those
 /// moments loses them (never anything older); a power cut never damages the store.
+/// A key's entry as the next local commit finds it: a queued local change of it (`ticket`: its
+/// place among local writes), else the committed view's entry (`ticket` nil).
+struct VisibleEntry {
+    var entry: ViewEntry
+    var ticket: UInt64?
+}
+
 struct PendingWrites: ~Copyable {
     struct Key: Hashable {
         var domain: Domain
@@ -65,14 +72,51 @@ extension EventLog {
         }
     }
 
-    /// Makes `changes` visible to reads and observers and takes their place in the commit queue,
-    /// under one lock: commits, reads and observers all see local writes in the order of the calls.
+    /// Commits the changes `build` makes of the keys' entries as the commit will find them
+    /// (read-then-write: a rename), blocking like ``commitVisibly(_:)``. `build` runs under the
+    /// lock that orders local writes, so no local write lands between its reads and the commit;
+    /// changes of others (imports, other processes) are caught by the changes' expected orders.
+    /// - Returns: `nil` when `build` made no change.
+    func commitVisibly(building build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]) throws -> [CommittedEvent]? {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        guard let (place, tickets, changes) = try queueVisibly(committer, build) else { return nil }
+        do {
+            let committed = try committer.wait(place)
+            settle(changes, tickets, failed: false)
+            return committed
+        } catch {
+            settle(changes, tickets, failed: true)
+            throw error
+        }
+    }
+
     private func queueVisibly(
         _ changes: [PendingChange], _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>
     ) -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64]) {
-        // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
-        // since the committer wipes the originals as soon as their transaction is over.
-        pending.withLock { pending in
+        // `build` returns `changes` and throws nothing: the result is there.
+        let queued = try? queueVisibly(committer) { _ in changes }
+        return queued.map { ($0.0, $0.1) } ?? (committer.enqueue([]), [])
+    }
+
+    /// Makes the changes `build` returns visible to reads and observers and takes their place in
+    /// the commit queue, under one lock: commits, reads and observers all see local writes in the
+    /// order of the calls. `nil` when `build` returns no change.
+    private func queueVisibly(
+        _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>,
+        _ build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]
+    ) throws -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64], [PendingChange])? {
+        try pending.withLock { pending in
+            let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
+            let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
+                if let queued = queuedEntries[PendingWrites.Key(domain: domain, name: name)] {
+                    return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
+                }
+                return try self.committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
+            }
+            let changes = try build(lookup)
+            guard !changes.isEmpty else { return nil }
+            // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
+            // since the committer wipes the originals as soon as their transaction is over.
             var queued = changes
             var visible = changes
             var tickets: [UInt64] = []
@@ -88,7 +132,7 @@ extension EventLog {
             pendingCount.add(changes.count, ordering: .releasing)
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
             observers.publishPending(visible)
-            return (committer.enqueue(queued), tickets)
+            return (committer.enqueue(queued), tickets, changes)
         }
     }
 

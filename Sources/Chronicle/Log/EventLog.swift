@@ -239,6 +239,11 @@ final class EventLog: Sendable {
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
         for change in changes {
+            if let expected = change.expectedOrder {
+                var current: ConflictOrder?
+                try txn.withValue(dbs.view(change.domain), key: Array(change.key.utf8)) { bytes in current = ViewEntry.order(of: bytes) }
+                guard current == expected else { throw StaleRead() }
+            }
             counter += 1
             // Only this opening writes as `writer`, but another process may have imported a
             // carrier's event under one of its identities: skip it rather than refuse to write.
@@ -308,7 +313,12 @@ final class EventLog: Sendable {
     /// reads its own writes at once.
     func entry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
         if let pending = pendingEntry(domain, name) { return pending }
-        return try environment.read { txn in
+        return try committedEntry(domain, name)
+    }
+
+    /// The key's committed view entry (not what the non-throwing forms queued).
+    func committedEntry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
+        try environment.read { txn in
             guard let bytes = try txn.get(dbs.view(domain), key: Array(name.utf8)) else { return nil }
             return try ViewEntry.decoding(bytes, key: name)
         }

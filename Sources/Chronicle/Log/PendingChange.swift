@@ -18,7 +18,14 @@ struct PendingChange: Sendable {
     var authenticator: (any EventSealer)? = nil
     /// Its place among the changes of the non-throwing forms (0: a change committed on return).
     var ticket: UInt64 = 0
+    /// When set, the commit fails with ``StaleRead`` unless the key's current view entry has
+    /// this order (`.some(nil)`: no entry): a read-then-write (a rename) commits only if nothing
+    /// landed in between.
+    var expectedOrder: ConflictOrder?? = nil
 }
+
+/// The entry a read-then-write read changed before its commit (see `PendingChange.expectedOrder`).
+struct StaleRead: Error {}
 
 /// An event as committed to the local log.
 struct CommittedEvent: Sendable {

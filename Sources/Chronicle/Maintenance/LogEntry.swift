@@ -28,6 +28,11 @@ public struct LogEntry: Sendable, Equatable {
     public let size: Int
     /// The value as JSON, for unsealed sets; `nil` for removes and sealed values.
     public let valueJSON: String?
+    /// Whether this event was its key's current value when it was read: `false` for an event a
+    /// newer one replaced, and for a replicated event that arrived after a newer one (last
+    /// writer wins on the clock, not on arrival) or that the drift guard still holds back.
+    /// A consumer that keeps values from ``Store/changes(after:)`` applies only current events.
+    public let isCurrent: Bool
 
     /// The value's encoding and payload, for unsealed sets.
     let encoding: UInt8
@@ -66,6 +71,7 @@ public struct LogEntry: Sendable, Equatable {
         policy = event.policy
         isSealed = event.sealed
         size = event.payload.count
+        isCurrent = committed.isWinner
         let readable = event.op == .set && !event.sealed
         encoding = event.encoding
         payload = readable ? event.payload : nil

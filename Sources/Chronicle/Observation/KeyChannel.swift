@@ -51,6 +51,9 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// Adds a subscriber and yields it the key's current value; returns its id.
     func subscribe(_ continuation: Continuation) -> Int {
         state.withLock { state in
+            // What this read sees is visible now: no local change is outstanding for it (a
+            // ticket heard while nobody listened must not hold back later replicated events).
+            state.lastCommittedTicket = state.lastTicket
             if let (value, fingerprint, sequence) = read() {
                 state.last = fingerprint
                 state.lastSequence = max(state.lastSequence, sequence)

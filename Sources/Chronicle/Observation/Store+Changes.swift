@@ -49,6 +49,8 @@ public struct Changes: AsyncSequence, Sendable {
         var index = 0
         var signal: CommitSignal?
         var ended = false
+        /// The log's epoch when the cursor was taken (a compaction changes it).
+        var epoch: LogEpoch?
 
         init(store: Store, cursor: UInt64) {
             self.store = store
@@ -67,7 +69,16 @@ public struct Changes: AsyncSequence, Sendable {
                     if signal == nil { signal = CommitSignal(eventLog: eventLog) }
                     guard let signal else { break }
                     let generation = signal.generation  // before the read: a commit after it wakes the wait
-                    let (events, through) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
+                    let (events, through, logEpoch) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
+                    if let epoch, epoch != logEpoch {
+                        // Compacted since the last page: the cursor means nothing in the renumbered
+                        // log. Start again from its beginning (events come again, with their
+                        // identities; losing the new ones silently would be worse).
+                        self.epoch = logEpoch
+                        cursor = 0
+                        continue
+                    }
+                    epoch = logEpoch
                     cursor = through
                     page = events.map(LogEntry.init)
                     index = 0

@@ -13,17 +13,24 @@ extension Store {
     /// let imported = try store.importValues(from: .standard, names: ["theme", "launches"])
     /// ```
     /// - Parameters:
-    ///   - policy: the sync policy of the imported keys.
+    /// Values the app registered with `register(defaults:)` are not the user's: they are skipped
+    /// where Foundation exposes the registration domain (Apple platforms). On Linux it does not:
+    /// import before registering defaults there.
+    ///
+    ///   - policy: the sync policy of the imported keys; default: a key's current policy, else `.automaticSmall`.
     /// - Returns: the number of events written.
     /// - Throws: ``ChronicleError/invalidKeyName(_:reason:)`` or ``ChronicleError/invalidArgument(_:)``
     ///   (a value a property list cannot hold) before anything is written.
     @discardableResult
     public func importValues(
-        from defaults: UserDefaults, names: [String], policy: SyncPolicy = .automaticSmall
+        from defaults: UserDefaults, names: [String], policy: SyncPolicy? = nil
     ) throws(ChronicleError) -> Int {
+        let registered = defaults.volatileDomain(forName: UserDefaults.registrationDomain)
         var values: [(String, Any)] = []
         for name in names {
-            if let value = defaults.object(forKey: name) { values.append((name, value)) }
+            guard let value = defaults.object(forKey: name) else { continue }
+            if let registeredValue = registered[name], defaults.persistentValueIsAbsent(name, equalTo: registeredValue, value) { continue }
+            values.append((name, value))
         }
         return try importValues(values, policy: policy)
     }
@@ -38,13 +45,13 @@ extension Store {
     /// ```
     /// - Parameters:
     ///   - names: the keys to import; `nil` imports every top-level key.
-    ///   - policy: the sync policy of the imported keys.
+    ///   - policy: the sync policy of the imported keys; default: a key's current policy, else `.automaticSmall`.
     /// - Returns: the number of events written.
     /// - Throws: ``ChronicleError/io(path:reason:)`` when the file cannot be read,
     ///   ``ChronicleError/malformedInput(_:)`` when it is not a property list with a dictionary
     ///   at the top, and the errors of ``importValues(from:names:policy:)``.
     @discardableResult
-    public func importPropertyList(at url: URL, names: [String]? = nil, policy: SyncPolicy = .automaticSmall) throws(ChronicleError) -> Int {
+    public func importPropertyList(at url: URL, names: [String]? = nil, policy: SyncPolicy? = nil) throws(ChronicleError) -> Int {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw .io(path: url.path, reason: "cannot read the property list (\(ValueCoder.describe(error)))")
@@ -61,7 +68,7 @@ extension Store {
         return try importValues(selected, policy: policy)
     }
 
-    private func importValues(_ values: [(String, Any)], policy: SyncPolicy) throws(ChronicleError) -> Int {
+    private func importValues(_ values: [(String, Any)], policy: SyncPolicy?) throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
         var changes: [PendingChange] = []
         for (name, value) in values {
@@ -72,14 +79,15 @@ extension Store {
             guard payload.count <= configuration.maxValueSize else {
                 throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
             }
-            if let entry = try mappingErrors({ try eventLog.entry(.defaults, name) }), entry.op == .set, entry.encoding == encoding.rawValue,
+            let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
+            if let entry = existing, entry.op == .set, entry.encoding == encoding.rawValue,
                 try openPayload(entry, key: Keys(name: name, domain: .defaults, sync: entry.policy, formerNames: [])) == payload
             {
                 continue  // imported before (or set to the same value since): nothing to add
             }
             changes.append(
                 PendingChange(
-                    domain: .defaults, key: name, policy: policy, op: .set, encoding: encoding.rawValue, payload: payload,
+                    domain: .defaults, key: name, policy: policy ?? existing?.policy ?? .automaticSmall, op: .set, encoding: encoding.rawValue, payload: payload,
                     sealer: try sealer(for: .defaults)))
         }
         try commit(changes)
@@ -103,20 +111,51 @@ extension Store {
         try Keys.validate(name: oldName)
         try Keys.validate(name: newName)
         guard oldName != newName else { throw .invalidArgument("a key cannot be renamed to its own name") }
-        let eventLog = try settledEventLog
-        guard let entry = try mappingErrors({ try eventLog.entry(domain, oldName) }), entry.op == .set else { return false }
-        let old = Keys(name: oldName, domain: domain, sync: entry.policy, formerNames: [])
-        var changes: [PendingChange] = []
-        let target = try mappingErrors { try eventLog.entry(domain, newName) }
-        if !(target.map { $0.op == .set && $0.hlc > entry.hlc } ?? false) {
-            changes.append(
-                PendingChange(
-                    domain: domain, key: newName, policy: entry.policy, op: .set, encoding: entry.encoding,
-                    payload: try openPayload(entry, key: old), sealer: try sealer(for: domain)))
+        // The entries are read under the lock that orders local writes, so no local write lands
+        // between the read and the commit; a change of another writer (an import, another
+        // process) in between fails the commit (expected orders), and the rename reads again.
+        let eventLog = try eventLog
+        for _ in 0..<64 {
+            do {
+                let committed = try eventLog.commitVisibly { entry throws(ChronicleError) -> [PendingChange] in
+                    guard let old = try mappingErrors({ try entry(domain, oldName) }), old.entry.op == .set else { return [] }
+                    let target = try mappingErrors { try entry(domain, newName) }
+                    let oldKey = Keys(name: oldName, domain: domain, sync: old.entry.policy, formerNames: [])
+                    var changes: [PendingChange] = []
+                    if !Self.isNewer(target, than: old) {
+                        var set = PendingChange(
+                            domain: domain, key: newName, policy: old.entry.policy, op: .set, encoding: old.entry.encoding,
+                            payload: try openPayload(old.entry, key: oldKey), sealer: try sealer(for: domain))
+                        if target?.ticket == nil { set.expectedOrder = .some(target?.entry.order) }
+                        changes.append(set)
+                    }
+                    var remove = try removal(of: oldKey)
+                    if old.ticket == nil { remove.expectedOrder = .some(old.entry.order) }
+                    changes.append(remove)
+                    return try prepared(changes)
+                }
+                return committed != nil
+            } catch is StaleRead {
+                continue  // another writer's change landed between the read and the commit: read again
+            } catch {
+                throw ChronicleError.wrap(error)
+            }
         }
-        changes.append(try removal(of: old))
-        try commit(changes)
-        return true
+        throw .storeUnavailable(reason: "the key kept changing while it was renamed; try again")
+    }
+}
+
+extension Store {
+    /// Whether `target` holds a set newer than `old`: queued local changes are newer than
+    /// committed entries and than the changes queued before them; committed ones compare on the clock.
+    fileprivate static func isNewer(_ target: VisibleEntry?, than old: VisibleEntry) -> Bool {
+        guard let target, target.entry.op == .set else { return false }
+        switch (target.ticket, old.ticket) {
+        case let (targetTicket?, oldTicket?): return targetTicket > oldTicket
+        case (.some, nil): return true
+        case (nil, .some): return false
+        case (nil, nil): return target.entry.order > old.entry.order
+        }
     }
 }
 
@@ -158,6 +197,11 @@ enum PropertyListValue {
     }
 
     private static func scalar(_ number: NSNumber) -> (ValueEncoding, [UInt8]) {
+        #if canImport(Darwin)
+        // On Apple platforms an Int8 has the type code `c` too; only the CFBoolean singletons are flags.
+        if CFGetTypeID(number) == CFBooleanGetTypeID() { return (.bool, [number.boolValue ? 1 : 0]) }
+        if String(cString: number.objCType) == "c" { return (.int, number.int64Value.bigEndianBytes) }
+        #endif
         switch String(cString: number.objCType) {
         case "c", "B": return (.bool, [number.boolValue ? 1 : 0])
         case "f", "d": return (.double, number.doubleValue.bitPattern.bigEndianBytes)
@@ -189,7 +233,7 @@ enum PropertyListValue {
         case let double as Double: return jsonNumber(double)
         case let float as Float: return jsonNumber(Double(float))
         case let string as String: return string
-        case let date as Date: return date.timeIntervalSinceReferenceDate
+        case let date as Date: return jsonNumber(date.timeIntervalSinceReferenceDate)
         case let data as Data: return data.base64EncodedString()
         case let url as URL: return url.absoluteString
         case let array as [Any]:
@@ -214,5 +258,14 @@ enum PropertyListValue {
         guard !value.isFinite else { return value }
         if value.isNaN { return ValueCoder.nonFiniteStrings.nan }
         return value < 0 ? ValueCoder.nonFiniteStrings.negativeInfinity : ValueCoder.nonFiniteStrings.positiveInfinity
+    }
+}
+
+extension UserDefaults {
+    /// Whether `value` (what `object(forKey:)` returned for `name`) is only the registered default
+    /// `registered`: equal to it as a property list value.
+    fileprivate func persistentValueIsAbsent(_ name: String, equalTo registered: Any, _ value: Any) -> Bool {
+        guard let a = PropertyListValue.encode(registered), let b = PropertyListValue.encode(value) else { return false }
+        return a == b
     }
 }

@@ -180,7 +180,7 @@ public final class Store: Sendable {
     }
 
     /// `changes` as this store writes them: a member of a sync group authenticates every event.
-    private func prepared(_ changes: [PendingChange]) throws(ChronicleError) -> [PendingChange] {
+    func prepared(_ changes: [PendingChange]) throws(ChronicleError) -> [PendingChange] {
         guard configuration.keySource != nil else { return changes }
         let keyring = try crypto.get()
         var changes = changes
