@@ -108,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "chronicle-bench",
             dependencies: [
-                "Chronicle", "ChronicleHTTP", "CChronicleLMDB",
+                "Chronicle", "ChronicleHTTP", "ChronicleHub", "CChronicleLMDB",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tools/chronicle-bench"

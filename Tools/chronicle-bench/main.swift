@@ -1,5 +1,6 @@
 import Chronicle
 import ChronicleHTTP
+import ChronicleHub
 import Foundation
 import GRDB
 import Synchronization
@@ -110,6 +111,12 @@ do {
 if onlyLatency {
     print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, partial run"))
     for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+    exit(0)
+}
+
+if arguments.contains("--only-hub") {
+    await hubBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub only"))
     exit(0)
 }
 
@@ -399,6 +406,53 @@ do {
 } catch {
     print("replication failed: \(error)")
 }
+
+// MARK: - The hub (PostgreSQL) against one `chronicle serve` store
+
+/// The hub against one `chronicle serve` store, when PostgreSQL is at hand.
+@MainActor func hubBenchmark() async {
+    if let hubDatabaseURL {
+        do {
+            let devices = smoke ? 4 : 50
+            let perDevice = smoke ? 10 : 40
+            let admin = try HubDatabase(url: hubDatabaseURL)
+            let adminTask = Task { await admin.run() }
+            defer { adminTask.cancel() }
+            try await admin.migrate()
+            func tenant() async throws -> [String] {
+                let name = "bench-\(UUID().uuidString.prefix(8).lowercased())"
+                try await admin.addTenant(name)
+                var tokens: [String] = []
+                for device in 0..<devices { tokens.append(try await admin.issueToken(tenant: name, device: "device-\(device)")) }
+                return tokens
+            }
+            let servers = LoopbackServers()
+            defer { servers.stop() }
+            let nodeURLs = try await servers.start(2) { _, onRunning in
+                try await HubNode(database: try HubDatabase(url: hubDatabaseURL)).run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+            }
+            let relay = try Store(directory: scratch.directory("hub-peer-serve"))
+            let serveURL = try await servers.start(1) { _, onRunning in
+                try await ChronicleServer(store: relay, token: "bench").run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+            }
+            let one = try await pushAndPull(urls: [nodeURLs[0]], tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
+            let two = try await pushAndPull(urls: nodeURLs, tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }
+            let serve = try await pushAndPull(urls: serveURL, tokens: Array(repeating: "bench", count: devices), eventsPerDevice: perDevice) { scratch.directory("serve-\($0)") }
+            report.single("hub push, \(devices) devices at once, 1 node", rate(one.push), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.push), one.push / serve.push))
+            report.single("hub push, \(devices) devices at once, 2 nodes", rate(two.push), String(format: "%.2f× chronicle serve", two.push / serve.push))
+            report.single("hub pull, \(devices) devices at once, 1 node", rate(one.pull), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.pull), one.pull / serve.pull))
+            report.single("hub pull, \(devices) devices at once, 2 nodes", rate(two.pull), String(format: "%.2f× chronicle serve", two.pull / serve.pull))
+            let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
+            report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
+        } catch {
+            print("hub benchmark failed: \(error)")
+        }
+    } else {
+        print("hub benchmark skipped: no PostgreSQL (run under scripts/with-postgres.sh, or set CHRONICLE_BENCH_DATABASE)")
+    }
+}
+
+await hubBenchmark()
 
 actor PortBox {
     var value: Int?
