@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleHubTests",
             dependencies: [
-                "ChronicleHub", "ChronicleHTTP", "Chronicle",
+                "ChronicleHub", "ChronicleHTTP", "Chronicle", "ChronicleSodium", "chronicle",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

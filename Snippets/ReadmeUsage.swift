@@ -31,7 +31,7 @@ try store.write { batch in batch[.launches] = 3; batch[.apiToken] = "s3cr3t" }
 for revision in try store.history(of: .theme) { print(revision) }   // value, time, origin
 for await theme in store.updates(of: .theme) { apply(theme) }       // every change, from anywhere
 for await (theme, launches) in store.updates(of: .theme, .launches) { render(theme, launches) }
-for await change in store.changes(after: checkpoint) { project(change); checkpoint = change.sequence }  // the log, lossless
+for await change in store.changes(after: checkpoint) where change.isCurrent { project(change); checkpoint = change.sequence }  // the log, lossless
 
 try store.importValues(from: .standard, names: ["theme", "launches"])   // one event each; a second run adds nothing
 try store.importPropertyList(at: plistURL)                          // a UserDefaults domain or `defaults export` file

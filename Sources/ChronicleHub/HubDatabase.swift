@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// The hub's state in PostgreSQL: tenants, device tokens (hashed), each tenant's log of event
 /// items as received, and the wrapped keys devices pushed. Hub processes hold nothing else, so
@@ -35,6 +36,12 @@ public final class HubDatabase: Sendable {
     static let pullBytes = 1 << 20
     /// The channel the hub's nodes notify on: the payload is the tenant id.
     static let channel = "chronicle_hub"
+    /// The most wrapped keys a tenant holds (a pull carries them all).
+    static let maxKeys: Int64 = 1_024
+    /// Appends waiting on this node, per tenant: they serialize on the tenant's row lock anyway,
+    /// so they wait here rather than each holding one of the pool's connections (one tenant's
+    /// queue would otherwise take every connection and stall every other tenant on the node).
+    let appendGate = TenantGate()
 
     /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
     ///
@@ -77,7 +84,8 @@ public final class HubDatabase: Sendable {
         do {
             return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         } catch let error as PostgresTransactionError {
-            if let inner = error.closureError ?? error.beginError { throw inner }
+            // A failed COMMIT is a database failure like any other (503, retry), not a 500.
+            if let inner = error.closureError ?? error.beginError ?? error.commitError { throw inner }
             throw error
         }
     }
@@ -124,9 +132,12 @@ public final class HubDatabase: Sendable {
                     payload_size integer NOT NULL,
                     body bytea NOT NULL,
                     chain bytea NOT NULL,
-                    PRIMARY KEY (tenant_id, position),
-                    UNIQUE (tenant_id, writer, counter))
+                    PRIMARY KEY (tenant_id, position))
                 """,
+                // One row per distinct body of an identity: a body pushed first by a device
+                // without the key must not swallow the genuine one (members pick; FORMAT.md 7.2).
+                "ALTER TABLE events DROP CONSTRAINT IF EXISTS events_tenant_id_writer_counter_key",
+                "CREATE UNIQUE INDEX IF NOT EXISTS events_identity_body ON events (tenant_id, writer, counter, sha256(body))",
                 """
                 CREATE TABLE IF NOT EXISTS wrapped_keys (
                     tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
@@ -258,7 +269,9 @@ public final class HubDatabase: Sendable {
     /// tenant has not seen, events whose identity it has not stored (in range order); quotas
     /// checked before anything is written. Notifies every node.
     func append(_ range: RelayRange, device: HubDevice) async throws -> RangeReceipt {
-        try await transaction { connection in
+        await appendGate.acquire(device.tenant)
+        defer { appendGate.release(device.tenant) }
+        return try await transaction { connection in
             // The tenant's row lock serializes its appends: positions are numbered under it.
             let tenantRows = try await connection.query(
                 "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(device.tenant) FOR UPDATE",
@@ -271,20 +284,20 @@ public final class HubDatabase: Sendable {
 
             var receipt = RangeReceipt()
             receipt.received = range.events.count
-            // Identities stored already (pushed before, or by another device or node).
-            var known = Set<IdentityKey>()
+            // Bodies stored already per identity (pushed before, or by another device or node).
+            var known: [IdentityKey: [[UInt8]]] = [:]
             if !range.events.isEmpty {
                 let writers = range.events.map { ByteBuffer(bytes: $0.writer) }
                 let counters = range.events.map { Int64($0.counter) }
                 let rows = try await connection.query(
                     """
-                    SELECT e.writer, e.counter FROM events e
-                    JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS u(writer, counter)
+                    SELECT e.writer, e.counter, e.body FROM events e
+                    JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
                       ON e.writer = u.writer AND e.counter = u.counter
                     WHERE e.tenant_id = \(device.tenant)
                     """, logger: logger)
-                for try await (writer, counter) in rows.decode((ByteBuffer, Int64).self) {
-                    known.insert(IdentityKey(writer: Array(buffer: writer), counter: counter))
+                for try await (writer, counter, body) in rows.decode((ByteBuffer, Int64, ByteBuffer).self) {
+                    known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
                 }
             }
             var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
@@ -292,10 +305,13 @@ public final class HubDatabase: Sendable {
             var addedBytes: Int64 = 0
             for event in range.events {
                 let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
-                guard known.insert(identity).inserted else {
+                // The same identity with the same bytes is stored once; with other bytes it is
+                // kept too (a relay verifies nothing: members quarantine the one that fails).
+                guard known[identity]?.contains(event.bytes) != true else {
                     receipt.duplicates += 1
                     continue
                 }
+                known[identity, default: []].append(event.bytes)
                 tenant.head += 1
                 tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
                 positions.append(tenant.head)
@@ -307,6 +323,30 @@ public final class HubDatabase: Sendable {
                 chains.append(ByteBuffer(bytes: tenant.chain))
                 addedBytes += Int64(event.bytes.count)
             }
+            // Wrapped keys the tenant has not stored: they count against its byte quota, and a
+            // tenant holds at most `maxKeys` (what a pull carries), so none is ever left out.
+            var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = []
+            if !range.keys.isEmpty {
+                var digests: [[UInt8]: [UInt8]] = [:]
+                for key in range.keys { digests[GenericHash.hash(key.bytes)] = key.bytes }
+                let pushed = digests.keys.map { ByteBuffer(bytes: $0) }
+                var stored: Int64 = 0
+                for try await count in try await connection.query(
+                    "SELECT count(*) FROM wrapped_keys WHERE tenant_id = \(device.tenant)", logger: logger
+                ).decode(Int64.self) { stored = count }
+                let present = try await connection.query(
+                    "SELECT digest FROM wrapped_keys WHERE tenant_id = \(device.tenant) AND digest = ANY(\(pushed)::bytea[])", logger: logger)
+                for try await digest in present.decode(ByteBuffer.self) { digests[Array(buffer: digest)] = nil }
+                for (digest, body) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                    keyDigests.append(ByteBuffer(bytes: digest))
+                    keyBodies.append(ByteBuffer(bytes: body))
+                    addedBytes += Int64(body.count)
+                }
+                if stored + Int64(keyDigests.count) > Self.maxKeys {
+                    throw HubRefusal.quotaExceeded(
+                        "the tenant holds \(stored) wrapped keys and this push brings \(keyDigests.count) more: at most \(Self.maxKeys) are kept: ask the operator")
+                }
+            }
             if let maxEvents = tenant.maxEvents, tenant.events + Int64(positions.count) > maxEvents {
                 throw HubRefusal.quotaExceeded(
                     "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(positions.count) more pushed): ask the operator")
@@ -315,12 +355,12 @@ public final class HubDatabase: Sendable {
                 throw HubRefusal.quotaExceeded(
                     "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
             }
-            for key in range.keys {
-                let digest = ByteBuffer(bytes: GenericHash.hash(key.bytes))
-                let body = ByteBuffer(bytes: key.bytes)
+            if !keyDigests.isEmpty {
+                // One statement, not one round trip per key under the tenant's lock.
                 let rows = try await connection.query(
                     """
-                    INSERT INTO wrapped_keys (tenant_id, digest, body) VALUES (\(device.tenant), \(digest), \(body))
+                    INSERT INTO wrapped_keys (tenant_id, digest, body)
+                    SELECT \(device.tenant), * FROM unnest(\(keyDigests)::bytea[], \(keyBodies)::bytea[])
                     ON CONFLICT DO NOTHING RETURNING tenant_id
                     """, logger: logger)
                 for try await _ in rows { receipt.keys += 1 }
@@ -332,6 +372,8 @@ public final class HubDatabase: Sendable {
                     SELECT \(device.tenant), * FROM unnest(\(positions)::bigint[], \(writers)::bytea[], \(counters)::bigint[],
                         \(policies)::smallint[], \(sizes)::integer[], \(bodies)::bytea[], \(chains)::bytea[])
                     """, logger: logger)
+            }
+            if !positions.isEmpty || addedBytes > 0 {
                 let chain = ByteBuffer(bytes: tenant.chain)
                 try await connection.query(
                     """
@@ -430,4 +472,36 @@ struct HubDevice: Sendable, Equatable {
 struct IdentityKey: Hashable {
     var writer: [UInt8]
     var counter: Int64
+}
+
+/// One holder per tenant at a time; the others wait in turn (no connection held meanwhile).
+final class TenantGate: Sendable {
+    private let state = Mutex<[Int64: [CheckedContinuation<Void, Never>]]>([:])
+
+    func acquire(_ tenant: Int64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state[tenant] != nil else {
+                    state[tenant] = []
+                    return true
+                }
+                state[tenant]?.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release(_ tenant: Int64) {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard var waiting = state[tenant], !waiting.isEmpty else {
+                state[tenant] = nil
+                return nil
+            }
+            let first = waiting.removeFirst()
+            state[tenant] = waiting
+            return first
+        }
+        next?.resume()
+    }
 }

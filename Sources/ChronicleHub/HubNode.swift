@@ -130,6 +130,11 @@ public struct HubNode: Sendable {
             if wait > 0, result.upTo == after {
                 // Nothing new: hold the request until any node appends for this tenant.
                 await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
+                // The token may have been revoked while the request was held: ask again before
+                // answering with what was pushed since.
+                guard let token = context.token, try await database.device(token: token) == device else {
+                    throw HTTPError(.unauthorized, message: "missing, unknown or revoked bearer token")
+                }
                 result = try await database.range(
                     tenant: device.tenant, device: device.name, after: after, filter: filter, excluding: excluded, maxEvents: maxEvents)
             }
@@ -160,6 +165,8 @@ public struct HubNode: Sendable {
 struct HubContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     var device: HubDevice?
+    /// The bearer token `device` was resolved from (checked again after a long-poll's wait).
+    var token: String?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -183,7 +190,9 @@ struct HubTokenMiddleware: RouterMiddleware {
         let prefix = "Bearer "
         var context = context
         if header.hasPrefix(prefix), header.utf8.count <= 512 {
-            context.device = try await database.device(token: String(header.dropFirst(prefix.count)))
+            let token = String(header.dropFirst(prefix.count))
+            context.device = try await database.device(token: token)
+            context.token = token
         }
         guard context.device != nil else {
             logger.notice("chronicle hub: refused a request with a missing, unknown or revoked token", metadata: ["path": "\(request.uri.path)"])
@@ -213,7 +222,11 @@ struct HubErrorMiddleware: RouterMiddleware {
             metrics.refusals.increment()
             if case .malformedInput = error { throw HTTPError(.badRequest, message: error.description) }
             throw error
-        } catch let error as PSQLError {
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            // PSQLError, a failed COMMIT (PostgresTransactionError), the pool giving up on
+            // connecting (its circuit breaker): the database, not the request.
             metrics.databaseErrors.increment()
             logger.error("chronicle hub: the database failed a request", metadata: ["error": "\(String(reflecting: error))"])
             throw HTTPError(.serviceUnavailable, message: "the hub's database is unavailable; retry")

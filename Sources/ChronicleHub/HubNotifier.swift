@@ -14,6 +14,8 @@ final class HubNotifier: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The most long-polls of one tenant held at once on a node.
+    static let maxWaitingPerTenant = 128
     let logger: Logger
 
     init(logger: Logger) {
@@ -52,6 +54,10 @@ final class HubNotifier: Sendable {
     /// Returns when an append to `tenant` is heard after `generation`, after `timeout`, or when
     /// the task is cancelled, whichever comes first.
     func wait(for tenant: Int64, past generation: UInt64, timeout: Duration) async {
+        // One tenant's devices hold at most this many requests on a node: past it a long-poll
+        // answers at once (the client waits its interval), so one token cannot take every
+        // connection the node serves and lock the other tenants out.
+        guard state.withLock({ ($0.waiters[tenant]?.count ?? 0) < Self.maxWaitingPerTenant }) else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.signal(tenant, past: generation) }
             group.addTask { try? await Task.sleep(for: timeout) }

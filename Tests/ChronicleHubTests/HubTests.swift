@@ -263,6 +263,47 @@ struct HubTests {
         }
     }
 
+    /// A `chronicle hub serve` process killed with SIGKILL in the middle of a large push: the
+    /// device's next sync, through another node, completes with nothing lost and nothing twice.
+    @Test func aNodeProcessKilledMidPushLosesNothing() async throws {
+        let url = try #require(testDatabase)
+        try await withHub(nodes: 1) { survivor in
+            let tenant = try await survivor.tenant()
+            let (writer, reader) = (try await survivor.token(tenant, "writer"), try await survivor.token(tenant, "reader"))
+            try await withStores(2) { stores in
+                try stores[0].write { batch in
+                    for i in 0..<3_000 { batch[Key<String>("hub.killed\(i)", default: "")] = "value \(i)" }
+                }
+                let result = try await Subprocess.run(
+                    .path(FilePath(try chronicleExecutable().path)),
+                    arguments: ["hub", "serve", "--database", url, "--host", "127.0.0.1", "--port", "0"],
+                    input: .none, output: .sequence, error: .discarded
+                ) { execution in
+                    // A guard, not a measurement: a node that never says it serves is killed too.
+                    let deadline = Task { try? await Task.sleep(for: .seconds(60)); try? execution.send(signal: .kill) }
+                    defer { deadline.cancel() }
+                    for try await line in execution.standardOutput.strings() {
+                        guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else { continue }
+                        let push = Task { try await Replicator(store: stores[0], peers: [.http(URL(string: "http://127.0.0.1:\(port)")!, token: writer)]).sync() }
+                        try await Task.sleep(for: .milliseconds(60))
+                        try execution.send(signal: .kill)
+                        _ = try? await push.value  // finished, failed, or cut off half way
+                        break
+                    }
+                }
+                #expect(result.terminationStatus == .signaled(SIGKILL))
+                try await Replicator(store: stores[0], peers: [survivor.peer(node: 0, token: writer)]).sync()
+                try await Replicator(store: stores[1], peers: [survivor.peer(node: 0, token: reader)]).sync()
+                let id = try await survivor.tenantID(tenant)
+                let rows = try await survivor.admin.client.query("SELECT count(*), count(DISTINCT (writer, counter)), max(position) FROM events WHERE tenant_id = \(id)")
+                for try await (count, distinct, head) in rows.decode((Int64, Int64, Int64).self) {
+                    #expect(count == 3_000 && distinct == 3_000 && head == 3_000)
+                }
+                #expect(try stores[1].logEntries().count == 3_000)
+            }
+        }
+    }
+
     /// PostgreSQL restarted under the nodes: they reconnect by themselves (requests in between
     /// get 503), and long-polls are woken through the new notification connection.
     @Test func nodesReconnectAfterPostgreSQLRestarts() async throws {

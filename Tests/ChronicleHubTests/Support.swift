@@ -95,3 +95,16 @@ func withStores<R>(_ count: Int, configuration: Store.Configuration = .init(), _
 final class Ports: Sendable {
     let ports = Mutex<[Int: Int]>([:])
 }
+
+/// The `chronicle` executable built beside the test bundle.
+func chronicleExecutable() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("chronicle")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fallback = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chronicle")
+    try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "build the chronicle tool first")
+    return fallback
+}

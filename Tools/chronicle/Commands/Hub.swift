@@ -66,7 +66,8 @@ extension ChronicleCommand.Hub {
         func run() async throws {
             let node = HubNode(database: try database.open())
             try await node.run(host: host, port: port, gracefulShutdownSignals: true) { bound in
-                print("hub serving on \(host):\(bound)")
+                // Written at once, not buffered: a supervisor reading a pipe sees it now.
+                FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
             }
         }
     }
