@@ -6,8 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
-echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
-.build/debug/chronicle-bench --smoke > .build/bench-smoke.log 2>&1 || { cat .build/bench-smoke.log; exit 1; }
-tail -n 3 .build/bench-smoke.log
-echo "== tests (with a throwaway PostgreSQL server for the hub's) =="
-scripts/with-postgres.sh swift test --skip-build
+# One throwaway PostgreSQL server for the hub's benchmark rows and tests (scripts/with-postgres.sh).
+scripts/with-postgres.sh bash -c '
+    set -euo pipefail
+    echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
+    .build/debug/chronicle-bench --smoke > .build/bench-smoke.log 2>&1 || { cat .build/bench-smoke.log; exit 1; }
+    grep -q "hub push" .build/bench-smoke.log || { cat .build/bench-smoke.log; echo "the hub benchmark did not run" >&2; exit 1; }
+    tail -n 3 .build/bench-smoke.log
+    echo "== tests =="
+    swift test --skip-build
+'
