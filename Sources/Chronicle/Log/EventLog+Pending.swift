@@ -40,7 +40,7 @@ extension EventLog {
     /// revert (observers hear the stored value again).
     func enqueue(_ changes: [PendingChange]) throws {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        let (place, tickets) = queueVisibly(changes, committer)
+        guard let (place, tickets, _) = try queueVisibly(committer, { _ in changes }) else { return }
         // Weakly: a closing store settles its queue itself, and must not be kept open by it.
         pendingQueue.async { [weak self, committer] in
             do {
@@ -60,16 +60,7 @@ extension EventLog {
     /// on, in the order of every local write, whatever its form. When the commit fails, they
     /// revert (observers hear the stored value again) and the error is thrown.
     func commitVisibly(_ changes: [PendingChange]) throws -> [CommittedEvent] {
-        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        let (place, tickets) = queueVisibly(changes, committer)
-        do {
-            let committed = try committer.wait(place)
-            settle(changes, tickets, failed: false)
-            return committed
-        } catch {
-            settle(changes, tickets, failed: true)
-            throw error
-        }
+        try commitVisibly(building: { _ in changes }) ?? []
     }
 
     /// Commits the changes `build` makes of the keys' entries as the commit will find them
@@ -88,14 +79,6 @@ extension EventLog {
             settle(changes, tickets, failed: true)
             throw error
         }
-    }
-
-    private func queueVisibly(
-        _ changes: [PendingChange], _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>
-    ) -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64]) {
-        // `build` returns `changes` and throws nothing: the result is there.
-        let queued = try? queueVisibly(committer) { _ in changes }
-        return queued.map { ($0.0, $0.1) } ?? (committer.enqueue([]), [])
     }
 
     /// Makes the changes `build` returns visible to reads and observers and takes their place in

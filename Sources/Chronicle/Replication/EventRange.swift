@@ -53,31 +53,9 @@ struct EventRange: Sendable {
     var reachesHead: Bool { upTo >= head }
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 160 + events.reduce(0) { $0 + 120 + $1.payload.count } + opaque.reduce(0) { $0 + 8 + $1.bytes.count })
-        writer.raw(Self.magic)
-        writer.u8(Self.protocolVersion)
-        writer.raw(source.bytes)
-        writer.raw(epoch.bytes)
-        writer.u64(after)
-        writer.u64(upTo)
-        writer.u64(head)
-        writer.raw(afterChain)
-        writer.raw(upToChain)
-        writer.u32(UInt32(keys.count + events.count + opaque.count))
-        for key in keys {
-            writer.u8(1)
-            writer.longField(key.encoded())
-        }
-        for event in events {
-            writer.u8(2)
-            writer.longField(event.encoded())
-        }
-        for item in opaque {
-            writer.u8(2)
-            writer.longField(item.bytes)
-        }
-        writer.raw(GenericHash.hash(writer.bytes))
-        return writer.bytes
+        RelayRange.encode(
+            source: source.bytes, epoch: epoch.bytes, after: after, upTo: upTo, head: head, afterChain: afterChain,
+            upToChain: upToChain, keys: keys.map { $0.encoded() }, events: events.map { $0.encoded() } + opaque.map(\.bytes))
     }
 
     /// Decodes and checks a whole range; throws `malformedInput` naming what is wrong.
