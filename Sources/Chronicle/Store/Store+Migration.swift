@@ -29,7 +29,7 @@ extension Store {
         var values: [(String, Any)] = []
         for name in names {
             guard let value = defaults.object(forKey: name) else { continue }
-            if let registeredValue = registered[name], defaults.persistentValueIsAbsent(name, equalTo: registeredValue, value) { continue }
+            if let registeredValue = registered[name], defaults.isRegisteredDefault(value, registered: registeredValue) { continue }
             values.append((name, value))
         }
         return try importValues(values, policy: policy)
@@ -262,9 +262,9 @@ enum PropertyListValue {
 }
 
 extension UserDefaults {
-    /// Whether `value` (what `object(forKey:)` returned for `name`) is only the registered default
+    /// Whether `value` (what `object(forKey:)` returned) is only the registered default
     /// `registered`: equal to it as a property list value.
-    fileprivate func persistentValueIsAbsent(_ name: String, equalTo registered: Any, _ value: Any) -> Bool {
+    fileprivate func isRegisteredDefault(_ value: Any, registered: Any) -> Bool {
         guard let a = PropertyListValue.encode(registered), let b = PropertyListValue.encode(value) else { return false }
         return a == b
     }

@@ -1,0 +1,110 @@
+import Chronicle
+import ChronicleSodium
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// Tenants and device tokens: what `chronicle hub tenant …` and `chronicle hub token …` do.
+extension HubDatabase {
+
+    /// Adds a tenant; returns `false` when one of that name exists already.
+    ///
+    /// - Parameters:
+    ///   - maxEvents: the most events the tenant's log may hold (`nil`: no limit).
+    ///   - maxBytes: the most bytes of event items it may hold (`nil`: no limit).
+    @discardableResult
+    public func addTenant(_ name: String, maxEvents: Int64? = nil, maxBytes: Int64? = nil) async throws -> Bool {
+        try Self.validate(name: name, what: "tenant")
+        let relay = ByteBuffer(bytes: Sodium.randomBytes(16))
+        let epoch = ByteBuffer(bytes: Sodium.randomBytes(16))
+        let chain = ByteBuffer(bytes: RelayRange.emptyChain)
+        let rows = try await client.query(
+            """
+            INSERT INTO tenants (name, relay_id, epoch, chain, max_events, max_bytes)
+            VALUES (\(name), \(relay), \(epoch), \(chain), \(maxEvents), \(maxBytes))
+            ON CONFLICT (name) DO NOTHING RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// A tenant as `chronicle hub tenant list` shows it.
+    public struct TenantSummary: Sendable, Equatable {
+        public var name: String
+        public var devices: Int
+        public var events: Int64
+        public var bytes: Int64
+        public var maxEvents: Int64?
+        public var maxBytes: Int64?
+    }
+
+    /// Every tenant, by name.
+    public func tenants() async throws -> [TenantSummary] {
+        let rows = try await client.query(
+            """
+            SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events, t.max_bytes
+            FROM tenants t ORDER BY t.name
+            """, logger: logger)
+        var result: [TenantSummary] = []
+        for try await (name, devices, events, bytes, maxEvents, maxBytes) in rows.decode((String, Int64, Int64, Int64, Int64?, Int64?).self) {
+            result.append(TenantSummary(name: name, devices: Int(devices), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes))
+        }
+        return result
+    }
+
+    /// Sets a tenant's quotas (`nil`: no limit).
+    public func setQuota(tenant: String, maxEvents: Int64?, maxBytes: Int64?) async throws {
+        let rows = try await client.query(
+            "UPDATE tenants SET max_events = \(maxEvents), max_bytes = \(maxBytes) WHERE name = \(tenant) RETURNING id", logger: logger)
+        for try await _ in rows { return }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Issues a new token for a device of a tenant (replacing the device's previous token) and
+    /// returns it; only its hash is stored.
+    public func issueToken(tenant: String, device: String) async throws -> String {
+        try Self.validate(name: device, what: "device")
+        let token = "chr_" + Data(Sodium.randomBytes(32)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            """
+            INSERT INTO devices (tenant_id, name, token_hash)
+            SELECT id, \(device), \(hash) FROM tenants WHERE name = \(tenant)
+            ON CONFLICT (tenant_id, name) DO UPDATE SET token_hash = EXCLUDED.token_hash, created = now()
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return token }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Revokes a device's token: refused from the next request on, on every node. Returns
+    /// `false` when the device had none.
+    @discardableResult
+    public func revokeToken(tenant: String, device: String) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            DELETE FROM devices WHERE name = \(device) AND tenant_id = (SELECT id FROM tenants WHERE name = \(tenant))
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// The device a token belongs to, or `nil` (unknown or revoked).
+    func device(token: String) async throws -> HubDevice? {
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            "SELECT tenant_id, name FROM devices WHERE token_hash = \(hash)", logger: logger)
+        for try await (tenant, name) in rows.decode((Int64, String).self) { return HubDevice(tenant: tenant, name: name) }
+        return nil
+    }
+
+    static func tokenHash(_ token: String) -> [UInt8] { GenericHash.hash(Array(token.utf8)) }
+
+    static func validate(name: String, what: String) throws(HubRefusal) {
+        guard (1...200).contains(name.utf8.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "._-@".contains($0) }) else {
+            throw .invalidName("a \(what) name is 1 to 200 letters, digits and . _ - @")
+        }
+    }
+}
