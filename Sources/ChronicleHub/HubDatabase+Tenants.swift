@@ -30,11 +30,17 @@ extension HubDatabase {
 
     /// A tenant as `chronicle hub tenant list` shows it.
     public struct TenantSummary: Sendable, Equatable {
+        /// The tenant's name.
         public var name: String
+        /// Devices holding a token.
         public var devices: Int
+        /// Events stored.
         public var events: Int64
+        /// Bytes stored (event items and wrapped keys).
         public var bytes: Int64
+        /// The event quota (`nil`: none).
         public var maxEvents: Int64?
+        /// The byte quota (`nil`: none).
         public var maxBytes: Int64?
     }
 

@@ -28,12 +28,15 @@ extension Store {
 
 /// The events of a store's log, in order, as they commit: see ``Store/changes(after:)``.
 public struct Changes: AsyncSequence, Sendable {
+    /// One event of the log.
     public typealias Element = LogEntry
+    /// Errors end the stream (they are logged), so iterating never throws.
     public typealias Failure = Never
 
     let store: Store
     let start: UInt64
 
+    /// An iterator starting after the sequence given to ``Store/changes(after:)``.
     public func makeAsyncIterator() -> Iterator {
         Iterator(store: store, cursor: start)
     }
@@ -57,6 +60,7 @@ public struct Changes: AsyncSequence, Sendable {
             self.cursor = cursor
         }
 
+        /// The next event, waiting for a commit when the log has none yet; `nil` once cancelled.
         public mutating func next() async -> LogEntry? {
             while !ended {
                 if index < page.count {
