@@ -32,6 +32,27 @@ struct SodiumTests {
         #expect(GenericHash.hash([Array("rec".utf8), Array("ord".utf8)], key: a) == GenericHash.hash(input, key: a))
     }
 
+    @Test func aKeyedHashFromAPrecomputedStateIsTheKeyedHash() throws {
+        // Inputs on both sides of BLAKE2b's 128-byte blocks, whole and in parts, every output length Chronicle uses.
+        for keyLength in [16, 32, 64] {
+            let key = try SecureBytes(randomCount: keyLength)
+            for length in [16, 32, 64] {
+                let hasher = try KeyedHash(key: key, length: length)
+                for size in [0, 1, 63, 127, 128, 129, 255, 256, 1000] {
+                    let input = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ keyLength) }
+                    let expected = GenericHash.hash(input, key: key, length: length)
+                    #expect(hasher.hash([input]) == expected)
+                    #expect(hasher.hash([Array(input.prefix(size / 3)), [], Array(input.dropFirst(size / 3))]) == expected)
+                    var inline = [UInt8](repeating: 0, count: length)
+                    input.withUnsafeBytes { source in inline.withUnsafeMutableBytes { hasher.hash(source, into: $0) } }
+                    #expect(inline == expected)
+                }
+            }
+        }
+        #expect(throws: SodiumError.self) { try KeyedHash(key: try SecureBytes(randomCount: 8)) }
+        #expect(throws: SodiumError.self) { try KeyedHash(key: try SecureBytes(randomCount: 32), length: 8) }
+    }
+
     @Test func aeadMatchesTheDraftTestVector() throws {
         // draft-irtf-cfrg-xchacha-03, appendix A.3.1 (AEAD_XChaCha20_Poly1305).
         let plaintext = Array("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".utf8)

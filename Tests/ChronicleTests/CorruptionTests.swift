@@ -117,6 +117,17 @@ struct ErrorModelTests {
         }
     }
 
+    @Test func aKeyIDOfTheWrongLengthInMetaIsCorruptMetaNotAnotherKey() throws {
+        try withTemporaryStore { store, _ in
+            try store.set(.dark, for: .theme)
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in try txn.put(eventLog.dbs.meta, key: MetaKey.chainKey, value: [1, 2, 3, 4, 5]) }
+            #expect(throws: ChronicleError.corruptMeta(entry: "chain key", reason: "5 bytes, not 16")) {
+                try store.set(.light, for: .theme)
+            }
+        }
+    }
+
     @Test func systemErrorsCarryTheirErrnoName() {
         let error = ChronicleError.wrap(LMDBError.noSpace)
         #expect("\(error)".contains("ENOSPC"))

@@ -93,7 +93,7 @@ struct HostilePeerTests {
             forged.counter = 1
             forged.payload = Array("hacked".utf8)
             forged.hlc = HLC(rawValue: forged.hlc.rawValue + (60_000 << 16))
-            forged.authenticator = Event.Authenticator(keyID: KeyID.random(), tag: Sodium.randomBytes(32))  // a garbage seal
+            forged.authenticator = Event.Authenticator(keyID: KeyID.random(), tag: try #require(AuthenticationTag(bytes: Sodium.randomBytes(32))))  // a garbage seal
             range.events = [forged]
             let receipt = try await deliver(range, to: victim, by: carrier, folder: folder)
             #expect(receipt.quarantined == 1)

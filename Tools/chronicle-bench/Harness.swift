@@ -96,3 +96,18 @@ struct Report {
         return text
     }
 }
+
+/// Writes a random 32-byte group key file, readable by its owner only (Chronicle refuses others).
+func writeKeyFile(_ url: URL) throws {
+    let created = FileManager.default.createFile(
+        atPath: url.path, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }), attributes: [.posixPermissions: 0o600])
+    guard created else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+}
+
+/// CPU time this process has used so far, every thread, user and system (`getrusage`).
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}

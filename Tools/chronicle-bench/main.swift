@@ -43,26 +43,72 @@ if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.co
     exit(0)
 }
 
-// `--profile-import member|plain N`: only N events pulled store → store (for callgrind).
+// `--profile-import plain|source|member N [R]`: only N events pulled store → store, into R fresh
+// targets (for a profiler: the source's writes are then a small part of the run).
+// `--profile-import compare N [R]`: R rounds, each a plain then a member import of N events into
+// fresh targets; prints the median of the rounds' ratios (interleaving cancels the machine's drift).
 if let index = arguments.firstIndex(of: "--profile-import"), arguments.indices.contains(index + 2), let events = Int(arguments[index + 2]) {
     let profileScratch = Scratch()
-    // "member": both stores members; "source": only the source (the target verifies nothing).
-    var member = Store.Configuration()
-    let mode = arguments[index + 1]
-    if mode == "member" || mode == "source" {
-        let keyFile = profileScratch.directory("key").appendingPathComponent("group.key")
-        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: keyFile)
-        member = Store.Configuration(keySource: .keyFile(keyFile))
+    let repetitions = arguments.indices.contains(index + 3) ? Int(arguments[index + 3]) ?? 1 : 1
+    let keyFile = profileScratch.directory("key").appendingPathComponent("group.key")
+    try writeKeyFile(keyFile)
+    let member = Store.Configuration(keySource: .keyFile(keyFile))
+    /// A source of `events` writes, and the configuration of the targets that import from it.
+    func source(_ mode: String) throws -> (Store, Store.Configuration) {
+        let store = try Store(directory: profileScratch.directory("source-\(mode)"), configuration: mode == "plain" ? .init() : member)
+        try store.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0)] = i } }
+        return (store, mode == "member" ? member : .init())
     }
-    let source = try Store(directory: profileScratch.directory("source"), configuration: member)
-    try source.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0)] = i } }
-    let target = try Store(directory: profileScratch.directory("target"), configuration: mode == "source" ? .init() : member)
     var batches = Replicator.Configuration()
     batches.batchEvents = 4096
-    let pulled = try await measureAsync("import", operations: events) {
-        _ = try await Replicator(store: target, peers: [.store(source)], configuration: batches).sync()
+    var imports = 0
+    var cpu: [String: [Double]] = [:]
+    /// Wall-clock ns per event; also records the process's CPU time per event (every thread) under `label`.
+    func importTime(from source: Store, _ configuration: Store.Configuration, label: String = "") async throws -> Double {
+        imports += 1
+        let target = try Store(directory: profileScratch.directory("target\(imports)"), configuration: configuration)
+        let before = processCPUSeconds()
+        let wall = try await measureAsync("import", operations: events) {
+            _ = try await Replicator(store: target, peers: [.store(source)], configuration: batches).sync()
+        }.nanosecondsPerOperation
+        cpu[label, default: []].append((processCPUSeconds() - before) * 1e9 / Double(events))
+        return wall
     }
-    print("import of \(events) events: \(format(pulled.nanosecondsPerOperation))/event")
+    func summary(_ values: [Double], _ show: (Double) -> String) -> String {
+        let sorted = values.sorted()
+        return "median \(show(sorted[sorted.count / 2])) (\(show(sorted[0]))–\(show(sorted[sorted.count - 1])))"
+    }
+    let mode = arguments[index + 1]
+    if mode == "compare" {
+        let (plainSource, plainConfiguration) = try source("plain")
+        let (memberSource, memberConfiguration) = try source("member")
+        var plain: [Double] = [], members: [Double] = [], ratios: [Double] = []
+        for _ in 0..<repetitions {
+            plain.append(try await importTime(from: plainSource, plainConfiguration, label: "plain"))
+            members.append(try await importTime(from: memberSource, memberConfiguration, label: "member"))
+            if ProcessInfo.processInfo.environment["BENCH_SOURCE_ONLY"] != nil {
+                _ = try await importTime(from: memberSource, .init(), label: "source")  // authenticated events, verified by nobody
+            }
+            ratios.append(members[members.count - 1] / plain[plain.count - 1])
+        }
+        let (plainCPU, memberCPU) = (cpu["plain"] ?? [], cpu["member"] ?? [])
+        let cpuRatios = zip(memberCPU, plainCPU).map { $0 / $1 }
+        print("plain \(summary(plain, format))/event; member \(summary(members, format))/event")
+        print("CPU time (all threads): plain \(summary(plainCPU, format))/event; member \(summary(memberCPU, format))/event")
+        if let sourceCPU = cpu["source"] { print("CPU time of authenticated events into a store that verifies nothing: \(summary(sourceCPU, format))/event") }
+        print("member ÷ plain over \(repetitions) interleaved rounds: \(summary(ratios) { String(format: "%.2f×", $0) }); CPU time \(summary(cpuRatios) { String(format: "%.2f×", $0) })")
+    } else {
+        let (store, configuration) = try source(mode)
+        var times: [Double] = []
+        for _ in 0..<repetitions { times.append(try await importTime(from: store, configuration)) }
+        if ProcessInfo.processInfo.environment["BENCH_SIZES"] != nil {
+            for name in ["source-\(mode)", "target1"] {
+                let path = profileScratch.directory(name).appendingPathComponent("data.mdb").path
+                print(name, (try? FileManager.default.attributesOfItem(atPath: path)[.size]) ?? "?", try Store(directory: profileScratch.directory(name)).statistics())
+            }
+        }
+        print("import of \(events) events, \(repetitions) runs: \(summary(times, format))/event")
+    }
     exit(0)
 }
 
@@ -350,9 +396,7 @@ do {
 /// A key file for the stores of a sync group (no Argon2id in the way of the measurement).
 @MainActor func groupKeyFile() throws -> URL {
     let url = scratch.directory("group").appendingPathComponent("group.key")
-    if !FileManager.default.fileExists(atPath: url.path) {
-        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: url)
-    }
+    if !FileManager.default.fileExists(atPath: url.path) { try writeKeyFile(url) }
     return url
 }
 

@@ -38,7 +38,7 @@ struct Envelope: Sendable {
         guard version == Self.version else { throw DecodeFailure(description: "envelope version \(version) is not supported") }
         let algorithm = try reader.u8()
         guard algorithm == Self.algorithm else { throw DecodeFailure(description: "cipher \(algorithm) is not supported") }
-        keyID = KeyID(bytes: try reader.raw(KeyID.length))
+        keyID = try reader.keyID()
         nonce = try reader.raw(AEAD.nonceBytes)
         ciphertext = try reader.raw(reader.remaining)
         guard ciphertext.count >= AEAD.tagBytes else { throw DecodeFailure(description: "sealed payload shorter than its tag") }

@@ -14,9 +14,9 @@ extension Keyring {
     }
 
     /// The authentication subkey of data key `id`, derived once.
-    private func authenticationKey(_ id: KeyID, dataKey: SecureBytes) throws -> SecureBytes {
+    private func authenticationKey(_ id: KeyID, dataKey: SecureBytes) throws -> KeyedHash {
         if let key = state.withLock({ $0.authenticationKeys[id] }) { return key }
-        let key = try KeyDerivation.derive(length: 32, id: 3, context: "chr.auth", from: dataKey)
+        let key = try KeyedHash(key: try KeyDerivation.derive(length: 32, id: 3, context: "chr.auth", from: dataKey), length: AuthenticationTag.length)
         state.withLock { $0.authenticationKeys[id] = key }
         return key
     }
@@ -43,7 +43,7 @@ extension Keyring: EventVerifier {
             return "authenticated with key \(authenticator.keyID), which this replica's key source does not open"
         }
         let expected = event.authenticationTag(keyID: authenticator.keyID, key: key, encoded: encoded)
-        guard Sodium.constantTimeEqual(expected, authenticator.tag) else {
+        guard expected.matches(authenticator.tag) else {
             return "the authenticator does not verify: altered, or made without the group's key"
         }
         return nil

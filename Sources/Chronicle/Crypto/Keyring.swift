@@ -46,7 +46,7 @@ final class Keyring: EventSealer {
         var keks: [[UInt8]: SecureBytes] = [:]
         var dataKeys: [KeyID: SecureBytes] = [:]
         /// Authentication subkeys of data keys, by data key id.
-        var authenticationKeys: [KeyID: SecureBytes] = [:]
+        var authenticationKeys: [KeyID: KeyedHash] = [:]
         /// The salt of this keyring's travel wraps (one per keyring, so one Argon2id run).
         var travelSalt: [UInt8]?
         /// The salt the first data key of a passphrase store is wrapped under, its KEK derived

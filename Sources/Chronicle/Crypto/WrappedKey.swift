@@ -67,7 +67,7 @@ struct WrappedKey: Sendable, Equatable {
         var reader = ByteReader(bytes)
         let version = try reader.u8()
         guard version == Self.version else { throw DecodeFailure(description: "wrapped key version \(version) is not supported") }
-        id = KeyID(bytes: try reader.raw(KeyID.length))
+        id = try reader.keyID()
         let kindByte = try reader.u8()
         guard let kind = KeyEncryptionKind(rawValue: kindByte) else { throw DecodeFailure(description: "unknown key-encryption kind \(kindByte)") }
         self.kind = kind

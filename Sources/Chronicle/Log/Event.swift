@@ -51,9 +51,9 @@ struct Event: Sendable, Equatable {
 
     /// A keyed MAC over an event's canonical encoding, by a member of the sync group.
     struct Authenticator: Sendable, Equatable {
-        static let tagLength = 32
+        static let tagLength = AuthenticationTag.length
         var keyID: KeyID
-        var tag: [UInt8]
+        var tag: AuthenticationTag
     }
 
     /// The dot: `origin ‖ counter`, as stored in the `dots` database.
@@ -87,19 +87,19 @@ struct Event: Sendable, Equatable {
 
     func encoded() -> [UInt8] {
         var writer = authenticatedPrefix(keyID: authenticator?.keyID)
-        if let authenticator { writer.raw(authenticator.tag) }
+        authenticator?.tag.write(to: &writer)
         return writer.bytes
     }
 
     /// The tag an authenticator carries for this event under `key` (the authentication subkey of
     /// data key `keyID`). `encoded`, when given, is this event's encoding as received.
-    func authenticationTag(keyID: KeyID, key: SecureBytes, encoded: [UInt8]?) -> [UInt8] {
+    func authenticationTag(keyID: KeyID, key: KeyedHash, encoded: [UInt8]?) -> AuthenticationTag {
         if let encoded, encoded.count > Authenticator.tagLength, encoded.first == Self.formatVersion {
             return encoded.withUnsafeBytes { bytes in
-                GenericHash.hash(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - Authenticator.tagLength)]), key: key, length: 32)
+                AuthenticationTag(hashing: UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - Authenticator.tagLength)]), key: key)
             }
         }
-        return GenericHash.hash(authenticatedBytes(keyID: keyID), key: key, length: 32)
+        return authenticatedBytes(keyID: keyID).withUnsafeBytes { AuthenticationTag(hashing: $0, key: key) }
     }
 
     /// Every byte an authenticator covers: the encoding up to and including the key id
@@ -122,7 +122,7 @@ struct Event: Sendable, Equatable {
         writer.longField(payload)
         if let keyID {
             writer.u8(1)
-            writer.raw(keyID.bytes)
+            keyID.write(to: &writer)
         } else {
             writer.u8(0)
         }
@@ -206,9 +206,8 @@ struct Event: Sendable, Equatable {
                 end += 1
             case 1:
                 guard bytes.count >= end + 1 + KeyID.length + Authenticator.tagLength else { return failure("truncated authenticator") }
-                let keyID = KeyID(bytes: Array(bytes[(end + 1)..<(end + 1 + KeyID.length)]))
                 let tagStart = end + 1 + KeyID.length
-                authenticator = Authenticator(keyID: keyID, tag: Array(bytes[tagStart..<tagStart + Authenticator.tagLength]))
+                authenticator = Authenticator(keyID: KeyID(loading: bytes, at: end + 1), tag: AuthenticationTag(loading: bytes, at: tagStart))
                 end = tagStart + Authenticator.tagLength
             default:
                 return opaque("unknown authenticator kind \(bytes[end])")

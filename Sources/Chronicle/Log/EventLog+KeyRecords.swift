@@ -50,7 +50,7 @@ extension EventLog {
 
     /// The id of the key that seals new events, if any.
     func activeKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
-        try txn.get(dbs.meta, key: MetaKey.activeKey).map { KeyID(bytes: $0) }
+        try txn.get(dbs.meta, key: MetaKey.activeKey).map { try KeyID(metaEntry: "active key", $0) }
     }
 
     func setActiveKeyID(_ id: KeyID, _ txn: borrowing LogTransaction) throws {
@@ -59,7 +59,7 @@ extension EventLog {
 
     /// The id of the data key whose chain subkey keys the hash chain (`nil`: an unkeyed chain).
     func chainKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
-        try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
+        try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
     }
 
     /// Keys the hash chain with data key `id` from now on, when it is not keyed yet: appends a
@@ -97,7 +97,7 @@ extension EventLog {
         var ids: [KeyID] = []
         try txn.scan(dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
             guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
-            ids.append(KeyID(bytes: Array(key.dropFirst(MetaKey.wrappedKeyPrefix.count))))
+            ids.append(try KeyID(metaEntry: "wrapped key name", key.dropFirst(MetaKey.wrappedKeyPrefix.count)))
             return true
         }
         return ids

@@ -45,10 +45,10 @@ extension EventLog {
             let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
             if kind == .chainKey {
                 // From this record on the chain is keyed (the record itself included).
-                guard body.count == KeyID.length else {
+                guard let id = KeyID(bytes: body) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "a chain-key record of \(body.count) bytes")
                 }
-                hashKey = try chainKeys.key(KeyID(bytes: Array(body)))
+                hashKey = try chainKeys.key(id)
                 keyedFrom = keyedFrom ?? sequence
             }
             let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)

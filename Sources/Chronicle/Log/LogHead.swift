@@ -17,10 +17,10 @@ struct LogHead: Sendable {
         didSet { resolvedChainKey = nil }
     }
     /// The chain key, looked up once per transaction rather than once per record.
-    private var resolvedChainKey: SecureBytes?
+    private var resolvedChainKey: KeyedHash?
 
     /// The key of this head's chain (`nil`: unkeyed), from `keys`.
-    mutating func chainKey(_ keys: ChainKeys) throws -> SecureBytes? {
+    mutating func chainKey(_ keys: ChainKeys) throws -> KeyedHash? {
         guard chainKeyID != nil else { return nil }
         if let resolvedChainKey { return resolvedChainKey }
         resolvedChainKey = try keys.key(chainKeyID)
@@ -38,7 +38,7 @@ struct LogHead: Sendable {
             return value
         }
         let chain = try txn.get(dbs.meta, key: MetaKey.chain) ?? LogHead.empty.chain
-        let chainKeyID = try txn.get(dbs.meta, key: MetaKey.chainKey).map { KeyID(bytes: $0) }
+        let chainKeyID = try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
         return LogHead(
             sequence: try u64(MetaKey.sequence), counter: try u64(MetaKey.counter), hlc: HLC(rawValue: try u64(MetaKey.hlc)),
             chain: chain, chainKeyID: chainKeyID)
@@ -46,7 +46,7 @@ struct LogHead: Sendable {
 
     /// Writes the head; with the chain key, also its MAC (so `meta` cannot be edited to cut
     /// the log's tail or swap its head without the key).
-    func write(_ txn: borrowing Transaction, _ dbs: Databases, chainKey: SecureBytes?) throws {
+    func write(_ txn: borrowing Transaction, _ dbs: Databases, chainKey: KeyedHash?) throws {
         try txn.put(dbs.meta, key: MetaKey.sequence, value: sequence.bigEndianBytes)
         try txn.put(dbs.meta, key: MetaKey.counter, value: counter.bigEndianBytes)
         try txn.put(dbs.meta, key: MetaKey.hlc, value: hlc.rawValue.bigEndianBytes)
@@ -57,9 +57,8 @@ struct LogHead: Sendable {
     }
 
     /// BLAKE2b-256(key: chain key, "chronicle.head.v1" ‖ sequence ‖ chain hash ‖ epoch ‖ chain key id).
-    func mac(_ txn: borrowing Transaction, _ dbs: Databases, key: SecureBytes) throws -> [UInt8] {
+    func mac(_ txn: borrowing Transaction, _ dbs: Databases, key: KeyedHash) throws -> [UInt8] {
         let epoch = try txn.get(dbs.meta, key: MetaKey.epoch) ?? LogEpoch.zero.bytes
-        return GenericHash.hash(
-            [Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []], key: key, length: 32)
+        return key.hash([Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []])
     }
 }

@@ -32,7 +32,17 @@ struct LogRecord: Sendable {
     var body: [UInt8]
     var hash: [UInt8]
 
-    static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: SecureBytes?) -> [UInt8] {
+    static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: KeyedHash?) -> [UInt8] {
+        if let key {
+            // Absorbed in place, from a state that has the key block already: this runs once per
+            // record on every write, import and replay of a keyed log.
+            return key.hash { absorber in
+                absorber.absorb(previous)
+                withUnsafeBytes(of: sequence.bigEndian) { absorber.absorb($0) }
+                withUnsafeBytes(of: kind.rawValue) { absorber.absorb($0) }
+                if body.withContiguousStorageIfAvailable({ absorber.absorb(UnsafeRawBufferPointer($0)) }) == nil { absorber.absorb(Array(body)) }
+            }
+        }
         // One buffer, filled in place: this runs once per record on every write and replay.
         var input = [UInt8]()
         input.reserveCapacity(previous.count + 9 + body.count)
@@ -40,7 +50,7 @@ struct LogRecord: Sendable {
         withUnsafeBytes(of: sequence.bigEndian) { input.append(contentsOf: $0) }
         input.append(kind.rawValue)
         input.append(contentsOf: body)
-        return GenericHash.hash(input, key: key, length: hashLength)
+        return GenericHash.hash(input, length: hashLength)
     }
 
     func encoded() -> [UInt8] {

@@ -32,6 +32,13 @@ struct ByteReader {
         return Array(bytes[offset..<offset + count])
     }
 
+    /// A data key's 16-byte id.
+    mutating func keyID() throws(DecodeFailure) -> KeyID {
+        try need(KeyID.length)
+        defer { offset += KeyID.length }
+        return bytes.withUnsafeBytes { KeyID(loading: $0, at: offset) }
+    }
+
     mutating func shortField() throws(DecodeFailure) -> [UInt8] {
         try raw(Int(try u8()))
     }

@@ -9,6 +9,7 @@ struct ByteWriter {
     mutating func u32(_ value: UInt32) { appendBigEndian(value) }
     mutating func u64(_ value: UInt64) { appendBigEndian(value) }
     mutating func raw(_ value: [UInt8]) { bytes += value }
+    mutating func raw(_ value: UnsafeRawBufferPointer) { bytes += value }
 
     /// A field of at most 255 bytes, prefixed with its length as one byte.
     mutating func shortField(_ value: [UInt8]) {

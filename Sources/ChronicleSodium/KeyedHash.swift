@@ -1,0 +1,88 @@
+internal import CChronicleSodium
+
+/// BLAKE2b keyed with one key, its key block absorbed once.
+///
+/// A keyed BLAKE2b hash first compresses the key, padded to a 128-byte block, and then the
+/// input: for the short inputs Chronicle authenticates and chains (an event, a log record) that
+/// is twice the work. This keeps the state after the key block (as secret as the key itself, so
+/// in `sodium_malloc`ed memory) and starts each hash from a copy of it: the result is exactly
+/// `crypto_generichash(out, length, input, key)`.
+public final class KeyedHash: Sendable {
+    /// The output length in bytes.
+    public let length: Int
+    private let state: SecureBytes
+    private static let stateBytes = crypto_generichash_statebytes()
+    /// libsodium declares its state 64-byte aligned.
+    private static let stateAlignment = 64
+
+    /// A hasher keyed with `key` (16...64 bytes) whose outputs are `length` (16...64) bytes.
+    /// - Throws: ``SodiumError/invalidLength(what:expected:actual:)`` for a key or length out of range,
+    ///   ``SodiumError/outOfMemory`` when no secure memory is left.
+    public init(key: SecureBytes, length: Int = GenericHash.defaultLength) throws {
+        guard (16...64).contains(key.count) else { throw SodiumError.invalidLength(what: "BLAKE2b key", expected: 32, actual: key.count) }
+        guard (16...64).contains(length) else { throw SodiumError.invalidLength(what: "BLAKE2b output", expected: 32, actual: length) }
+        self.length = length
+        state = try SecureBytes(count: Self.stateBytes) { stored in
+            try Self.withScratchState { scratch in
+                let status = key.withPointer { crypto_generichash_init(scratch, $0, key.count, length) }
+                guard status == 0 else { throw SodiumError.invalidLength(what: "BLAKE2b key", expected: 32, actual: key.count) }
+                UnsafeMutableRawPointer(stored).copyMemory(from: UnsafeRawPointer(scratch), byteCount: Self.stateBytes)
+            }
+        }
+    }
+
+    /// Feeds the bytes of one hash to BLAKE2b, in order.
+    public struct Absorber: ~Copyable {
+        /// A `crypto_generichash_state` (Swift sees it as opaque: it is declared 64-byte aligned).
+        fileprivate let state: OpaquePointer
+
+        /// Appends `bytes` to the hashed input.
+        public func absorb(_ bytes: UnsafeRawBufferPointer) {
+            _ = crypto_generichash_update(state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        }
+
+        /// Appends `bytes` to the hashed input.
+        public func absorb(_ bytes: [UInt8]) { bytes.withUnsafeBytes { absorb($0) } }
+    }
+
+    /// Hashes what `feed` absorbs into `output` (``length`` bytes).
+    public func hash(into output: UnsafeMutableRawBufferPointer, _ feed: (borrowing Absorber) -> Void) {
+        // A caller's fixed size: a wrong one is a programming error, never input.
+        precondition(output.count == length, "KeyedHash output of the wrong length")
+        guard let out = output.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        Self.withScratchState { scratch in
+            state.withUnsafeBytes { stored in
+                if let base = stored.baseAddress { UnsafeMutableRawPointer(scratch).copyMemory(from: base, byteCount: Self.stateBytes) }
+            }
+            feed(Absorber(state: scratch))
+            _ = crypto_generichash_final(scratch, out, length)
+        }
+    }
+
+    /// The hash of `input` into `output` (``length`` bytes).
+    public func hash(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        hash(into: output) { $0.absorb(input) }
+    }
+
+    /// The hash of what `feed` absorbs.
+    public func hash(_ feed: (borrowing Absorber) -> Void) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: length)
+        output.withUnsafeMutableBytes { hash(into: $0, feed) }
+        return output
+    }
+
+    /// The hash of the concatenation of `parts`.
+    public func hash(_ parts: [[UInt8]]) -> [UInt8] {
+        hash { absorber in for part in parts { absorber.absorb(part) } }
+    }
+
+    /// Runs `body` with an aligned state on the stack, zeroed afterwards (it held key material).
+    private static func withScratchState<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: stateBytes, alignment: stateAlignment) { buffer in
+            defer { sodium_memzero(buffer.baseAddress, stateBytes) }
+            // A non-empty allocation always has a base address; it is `stateBytes` long and aligned
+            // as libsodium asks, so binding it to the state type is sound.
+            return try body(OpaquePointer(buffer.baseAddress.unsafelyUnwrapped))
+        }
+    }
+}
