@@ -85,6 +85,18 @@ struct Report {
         print(String(format: "%-44@ %12@  vs %-34@ %6.2f×", what, format(ours.nanosecondsPerOperation), "\(peerName) \(format(peer.nanosecondsPerOperation))", ratio))
     }
 
+    /// Interleaved rounds (ns per operation, ours and the peer's in the same round): the medians,
+    /// and the median of the rounds' ratios with their spread.
+    mutating func compareRounds(_ what: String, _ ours: [Double], _ peer: [Double], peerName: String, target: String) {
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let ratios = zip(ours, peer).map { $0 / $1 }.sorted()
+        let ratio = median(ratios)
+        let spread = ratios.count > 1 ? String(format: "; %d rounds %.2f–%.2f×", ratios.count, ratios[0], ratios[ratios.count - 1]) : ""
+        rows.append((what, format(median(ours)) + "/op", "\(peerName): " + format(median(peer)) + "/op",
+                     String(format: "%.2f× (target %@%@)", ratio, target, spread)))
+        print(String(format: "%-44@ %12@  vs %-34@ %6.2f×%@", what, format(median(ours)), "\(peerName) \(format(median(peer)))", ratio, spread))
+    }
+
     mutating func single(_ what: String, _ value: String, _ note: String) {
         rows.append((what, value, "", note))
         print(String(format: "%-44@ %@  %@", what, value, note))

@@ -1,3 +1,4 @@
+import Foundation
 import ChronicleSodium
 import Synchronization
 
@@ -37,16 +38,50 @@ extension Keyring: EventVerifier {
 
     func verify(_ event: Event, encoded: [UInt8]?) -> String? {
         guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
-        // One lock on the warm path: the subkey is derived once per data key.
-        let (subkey, dataKey) = state.withLock { ($0.authenticationKeys[authenticator.keyID], $0.dataKeys[authenticator.keyID]) }
-        guard let key = subkey ?? dataKey.flatMap({ try? authenticationKey(authenticator.keyID, dataKey: $0) }) else {
-            return "authenticated with key \(authenticator.keyID), which this replica's key source does not open"
-        }
+        return Self.verify(event, encoded: encoded, key: verificationKey(authenticator.keyID))
+    }
+
+    /// The authentication subkey of data key `id`, when this keyring has unwrapped it.
+    /// One lock on the warm path: the subkey is derived once per data key.
+    private func verificationKey(_ id: KeyID) -> KeyedHash? {
+        let (subkey, dataKey) = state.withLock { ($0.authenticationKeys[id], $0.dataKeys[id]) }
+        return subkey ?? dataKey.flatMap { try? authenticationKey(id, dataKey: $0) }
+    }
+
+    private static func verify(_ event: Event, encoded: [UInt8]?, key: KeyedHash?) -> String? {
+        guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
+        guard let key else { return "authenticated with key \(authenticator.keyID), which this replica's key source does not open" }
         let expected = event.authenticationTag(keyID: authenticator.keyID, key: key, encoded: encoded)
         guard expected.matches(authenticator.tag) else {
             return "the authenticator does not verify: altered, or made without the group's key"
         }
         return nil
+    }
+
+    /// The events of a batch to verify per thread, at least: below this a thread hop costs more than it saves.
+    static let verificationChunk = 512
+
+    func verifyAll(_ events: [Event], encoded: [[UInt8]?]) -> [String?] {
+        // Each key of the batch looked up once (a batch names a key or two), then no lock at all.
+        var found: [KeyID: KeyedHash] = [:]
+        for event in events {
+            guard let id = event.authenticator?.keyID, found[id] == nil, let key = verificationKey(id) else { continue }
+            found[id] = key
+        }
+        let keys = found
+        let encodings = encoded.count == events.count ? encoded : Array(repeating: nil, count: events.count)
+        let chunks = max(1, min(ProcessInfo.processInfo.activeProcessorCount, events.count / Self.verificationChunk))
+        let chunkSize = (events.count + chunks - 1) / chunks
+        let verdicts = Mutex([String?](repeating: nil, count: events.count))
+        let work = { @Sendable (chunk: Int) in
+            let range = (chunk * chunkSize)..<min(events.count, (chunk + 1) * chunkSize)
+            let results = range.map { index in
+                Self.verify(events[index], encoded: encodings[index], key: events[index].authenticator.flatMap { keys[$0.keyID] })
+            }
+            verdicts.withLock { $0.replaceSubrange(range, with: results) }  // one lock per chunk
+        }
+        if chunks == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: chunks, execute: work) }
+        return verdicts.withLock { $0 }
     }
 }
 

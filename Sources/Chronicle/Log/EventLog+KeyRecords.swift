@@ -26,6 +26,9 @@ protocol EventVerifier: Sendable {
     func verify(_ event: Event, encoded: [UInt8]?) -> String?
     /// Whether this verifier holds the data key `id` (unwrapped).
     func holdsKey(_ id: KeyID) -> Bool
+    /// ``verify(_:encoded:)`` of each event (`encoded` is empty or one per event), all at once:
+    /// pure, so it runs before the import transaction takes the write lock, on every core.
+    func verifyAll(_ events: [Event], encoded: [[UInt8]?]) -> [String?]
 }
 
 // MARK: - Key records

@@ -116,6 +116,9 @@ extension EventLog {
         checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
     ) throws -> RangeReceipt {
         var committed: [CommittedEvent] = []
+        let received: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
+        // Verified before the write lock is taken (verification needs no transaction), on every core.
+        let verdicts = verifier?.verifyAll(range.events, encoded: received)
         let receipt = try environment.write { txn in
             committed = []
             var receipt = RangeReceipt()
@@ -130,15 +133,22 @@ extension EventLog {
                 receipt.quarantined += 1
             }
             var candidates = range.events
-            var encodings: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
+            var encodings = received
+            // A verdict per candidate when a verifier checks them: `.some(nil)` authentic, `.some(reason)` not.
+            var candidateVerdicts: [String??] = verdicts.map { $0.map { .some($0) } } ?? Array(repeating: nil, count: candidates.count)
             if let verifier, receipt.keys > 0 {
-                // Events set aside because their key had not arrived get another look now that it has.
+                // Events set aside because their key had not arrived get another look now that it has
+                // (released only when they verify).
                 let released = try releaseQuarantined(verifiedBy: verifier, txn)
                 candidates += released
                 encodings += Array(repeating: nil, count: released.count)
+                candidateVerdicts += Array(repeating: .some(nil), count: released.count)
             }
-            for (event, encoded) in zip(candidates, encodings) {
-                if let (screening, detail) = try screen(event, encoded: encoded, verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn) {
+            for index in candidates.indices {
+                let (event, encoded) = (candidates[index], encodings[index])
+                if let (screening, detail) = try screen(
+                    event, verdict: candidateVerdicts[index], verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn)
+                {
                     switch screening {
                     case .duplicate:
                         receipt.duplicates += 1
@@ -203,8 +213,9 @@ extension EventLog {
     }
 
     /// Checks one received event against this log; `nil` when it is new and may be applied.
+    /// `verdict` is what `verifier` said of it (`nil` inside: authentic), when there is a verifier.
     private func screen(
-        _ event: Event, encoded: [UInt8]?, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
+        _ event: Event, verdict: String??, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
     ) throws -> (Screening, String)? {
         guard event.counter <= Event.maxCounter else {
             return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
@@ -220,7 +231,7 @@ extension EventLog {
             guard let verifier else { return (.relayOnly, detail) }
             // A member holds only authenticated events: the newcomer is a forgery, or the group's
             // key was used to write two events under one identity.
-            if let problem = verifier.verify(event, encoded: encoded) { return (.reject(.unauthenticated), problem) }
+            if let problem = verdict ?? verifier.verify(event) { return (.reject(.unauthenticated), problem) }
             return (.reject(.conflictingIdentity), detail)
         }
         if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs) {
@@ -229,7 +240,7 @@ extension EventLog {
         if event.origin == writer {
             return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
         }
-        if let verifier, let problem = verifier.verify(event, encoded: encoded) {
+        if let verifier, let problem = verdict ?? verifier.verify(event) {
             return (.reject(.unauthenticated), problem)
         }
         if !event.sealed && (event.domain == .secrets || requireSealedDefaults) {

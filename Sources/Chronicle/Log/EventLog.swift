@@ -44,6 +44,10 @@ final class EventLog: Sendable {
     let logger: Logger
 
     init(directory: String, configuration: Store.Configuration) throws {
+        // Before the first chain hash, every store's: libsodium asks for it before any use, and it
+        // is what picks the BLAKE2b implementation for this CPU (plain stores hashed with the
+        // portable one until a key made something else initialize it).
+        try Sodium.initialize()
         var options = EnvironmentOptions()
         options.mapSize = configuration.initialMapSize
         driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
