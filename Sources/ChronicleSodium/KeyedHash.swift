@@ -1,12 +1,13 @@
 internal import CChronicleSodium
 
-/// BLAKE2b keyed with one key, its key block absorbed once.
+/// BLAKE2b keyed with one key, set up once.
 ///
-/// A keyed BLAKE2b hash first compresses the key, padded to a 128-byte block, and then the
-/// input: for the short inputs Chronicle authenticates and chains (an event, a log record) that
-/// is twice the work. This keeps the state after the key block (as secret as the key itself, so
-/// in `sodium_malloc`ed memory) and starts each hash from a copy of it: the result is exactly
-/// `crypto_generichash(out, length, input, key)`.
+/// Keeps the state `crypto_generichash_init` leaves with the key (its padded key block
+/// buffered: as secret as the key itself, so in `sodium_malloc`ed memory) and starts each hash
+/// from a copy of it: no per-hash parameter setup, and callers absorb an input in parts without
+/// first copying them into one buffer. The result is exactly `crypto_generichash(out, length,
+/// input, key)`. libsodium compresses the buffered key block together with the first input, so
+/// a keyed hash still costs one 128-byte block more than an unkeyed one.
 public final class KeyedHash: Sendable {
     /// The output length in bytes.
     public let length: Int

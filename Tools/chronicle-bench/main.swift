@@ -339,7 +339,7 @@ do {
 
 do {
     let keyFile = scratch.directory("keys").appendingPathComponent("bench.key")
-    try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: keyFile)
+    try writeKeyFile(keyFile)
     // Sealing is CPU work inside the commit; fsync time varies more than it costs. So both
     // sides run without fsync, and the difference is reported against a durable set.
     let store = try Store(

@@ -27,9 +27,9 @@ extension Keyring: EventVerifier {
     func holdsKey(_ id: KeyID) -> Bool { state.withLock { $0.dataKeys[id] != nil } }
 
     /// Unwraps every data key of this store that its key source opens (for `verify`).
-    func unwrapLocalKeys() {
-        let ids = (try? eventLog.readKeyRecords { txn in try eventLog.wrappedKeyIDs(txn) }) ?? []
-        for id in ids { _ = try? dataKey(id) }
+    /// - Throws: `.corruptMeta` when the key records cannot be listed.
+    func unwrapLocalKeys() throws {
+        for id in try eventLog.readKeyRecords({ txn in try eventLog.wrappedKeyIDs(txn) }) { _ = try? dataKey(id) }
     }
 
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
@@ -93,10 +93,12 @@ extension Keyring {
     ///   are rejected unopened: a hostile record cannot make a device run a huge derivation.
     /// - A member keeps only the keys its key source opens (each (salt, cost) is derived at most once);
     ///   a store without an explicit key source keeps every key to relay it.
-    func prepareImport(_ range: EventRange) -> KeyScreening {
+    /// - Throws: `.corruptMeta` when this store's key records cannot be listed (a member would
+    ///   otherwise quarantine genuine events whose keys it holds, saying nothing).
+    func prepareImport(_ range: EventRange) throws -> KeyScreening {
         var screening = KeyScreening()
         var derivations = 0
-        var known = (try? eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }) ?? []
+        var known = try eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }
         for record in range.keys {
             if let problem = Self.boundsProblem(record, minimum: travelLimits) {
                 screening.rejected.append((record, .keyParametersOutOfBounds, problem))
@@ -128,11 +130,8 @@ extension Keyring {
             }
         }
         if isMember {
-            var ids: [KeyID] = []  // a range names a handful of keys: a short list, not a set of every event's
-            for event in range.events {
-                guard let id = event.authenticator?.keyID, id != ids.last, !ids.contains(id) else { continue }
-                ids.append(id)
-            }
+            // A set: an honest range names a key or two, a hostile one a new key per event.
+            let ids = Set(range.events.compactMap { $0.authenticator?.keyID })
             for id in ids where known.contains(id) {
                 _ = try? dataKey(id)
             }

@@ -51,7 +51,8 @@ extension Store {
     ) throws(ChronicleError) -> RangeReceipt {
         let eventLog = try eventLog
         let keyring = try? crypto.get()
-        let screening = keyring?.prepareImport(range) ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
+        let screening = try mappingErrors { try keyring?.prepareImport(range) }
+            ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
             try eventLog.importRange(

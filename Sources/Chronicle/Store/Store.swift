@@ -165,7 +165,7 @@ public final class Store: Sendable {
     /// - Parameter progress: called now and then with (records checked, records in the log).
     public func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws(ChronicleError) -> VerificationReport {
         let keyring = try? crypto.get()
-        keyring?.unwrapLocalKeys()
+        try mappingErrors { try keyring?.unwrapLocalKeys() }
         let eventLog = try settledEventLog
         return try mappingErrors { try eventLog.verify(progress: progress, verifier: keyring) }
     }
