@@ -33,17 +33,6 @@ public enum GenericHash {
         }
         return output
     }
-
-    /// Hashes `input` keyed with `key` into `output` (its count is the output length, 16...64 bytes).
-    public static func hash(_ input: UnsafeRawBufferPointer, key: SecureBytes, into output: UnsafeMutableRawBufferPointer) {
-        // Callers pass fixed sizes: a wrong one is a programming error, never input.
-        precondition((16...64).contains(output.count), "BLAKE2b output length out of range")
-        guard let out = output.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-        let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        key.withPointer { keyPointer in
-            _ = crypto_generichash(out, output.count, bytes, UInt64(input.count), keyPointer, key.count)
-        }
-    }
 }
 
 /// Per-purpose subkeys from a master key (`crypto_kdf_derive_from_key`, BLAKE2b based).

@@ -34,11 +34,9 @@ extension Keyring: EventVerifier {
 
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
     /// unwrapped, else why not. Uses only keys already unwrapped (see ``prepareImport(_:)``).
-    func verify(_ event: Event) -> String? { verify(event, encoded: nil) }
-
-    func verify(_ event: Event, encoded: [UInt8]?) -> String? {
+    func verify(_ event: Event) -> String? {
         guard let authenticator = event.authenticator else { return "the event carries no authenticator" }
-        return Self.verify(event, encoded: encoded, key: verificationKey(authenticator.keyID))
+        return Self.verify(event, encoded: nil, key: verificationKey(authenticator.keyID))
     }
 
     /// The authentication subkey of data key `id`, when this keyring has unwrapped it.
@@ -63,12 +61,12 @@ extension Keyring: EventVerifier {
 
     func verifyAll(_ events: [Event], encoded: [[UInt8]?]) -> [String?] {
         // Each key of the batch looked up once (a batch names a key or two), then no lock at all.
-        var found: [KeyID: KeyedHash] = [:]
+        var found: [KeyID: KeyedHash?] = [:]  // nil inside: a key this keyring does not open
         for event in events {
-            guard let id = event.authenticator?.keyID, found[id] == nil, let key = verificationKey(id) else { continue }
-            found[id] = key
+            guard let id = event.authenticator?.keyID, found[id] == nil else { continue }
+            found[id] = .some(verificationKey(id))
         }
-        let keys = found
+        let keys = found.compactMapValues { $0 }
         let encodings = encoded.count == events.count ? encoded : Array(repeating: nil, count: events.count)
         let chunks = max(1, min(ProcessInfo.processInfo.activeProcessorCount, events.count / Self.verificationChunk))
         let chunkSize = (events.count + chunks - 1) / chunks

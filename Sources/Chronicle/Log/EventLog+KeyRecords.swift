@@ -22,8 +22,6 @@ protocol EventSealer: Sendable {
 protocol EventVerifier: Sendable {
     /// `nil` when the event is authentic, else why not.
     func verify(_ event: Event) -> String?
-    /// The same, with the event's encoding as received (saves re-encoding it).
-    func verify(_ event: Event, encoded: [UInt8]?) -> String?
     /// Whether this verifier holds the data key `id` (unwrapped).
     func holdsKey(_ id: KeyID) -> Bool
     /// ``verify(_:encoded:)`` of each event (`encoded` is empty or one per event), all at once:
