@@ -42,7 +42,8 @@ public struct EnvironmentOptions: Sendable {
 /// An open LMDB environment: one memory-mapped file holding named databases.
 ///
 /// Open each file once per process: a second `mdb_env_open` of the same file
-/// in one process breaks LMDB's locks. Readers run concurrently with the
+/// in one process breaks LMDB's locks, so `init` refuses it (after waiting briefly
+/// for one that is closing on another thread). Readers run concurrently with the
 /// single writer; every transaction holds a process-wide reader-writer lock
 /// shared, and growing the map takes it exclusively.
 ///
@@ -64,6 +65,8 @@ public final class Environment: @unchecked Sendable {
     public let path: String
     /// The sync mode the environment was opened with.
     public let syncMode: SyncMode
+    /// The directory's identity, claimed for this environment in ``OpenFiles``.
+    private let file: OpenFiles.FileID
 
     /// Opens (creating if needed) the environment in the directory at `path`.
     ///
@@ -71,6 +74,19 @@ public final class Environment: @unchecked Sendable {
     /// cleared on open.
     /// - Throws: ``LMDBError`` when the file cannot be opened.
     public init(path: String, options: EnvironmentOptions = .init()) throws {
+        let file = try OpenFiles.claim(path)
+        do {
+            (env, self.path, syncMode) = try Self.openHandle(path: path, options: options)
+        } catch {
+            OpenFiles.release(file)
+            throw error
+        }
+        self.file = file
+        var dead: Int32 = 0
+        _ = mdb_reader_check(env, &dead)
+    }
+
+    private static func openHandle(path: String, options: EnvironmentOptions) throws -> (OpaquePointer, String, SyncMode) {
         var handle: OpaquePointer?
         try check(mdb_env_create(&handle))
         guard let handle else { throw LMDBError(code: EINVAL_CODE) }
@@ -103,16 +119,13 @@ public final class Environment: @unchecked Sendable {
                 code: MDB_CORRUPTED,
                 detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
         }
-        self.env = handle
-        self.path = path
-        self.syncMode = options.syncMode
-        var dead: Int32 = 0
-        _ = mdb_reader_check(handle, &dead)
+        return (handle, path, options.syncMode)
     }
 
     deinit {
         for reader in idleReaders.withLock({ $0 }) { mdb_txn_abort(reader.handle) }
         mdb_env_close(env)
+        OpenFiles.release(file)
     }
 
     // MARK: - Databases
@@ -396,4 +409,33 @@ public final class Environment: @unchecked Sendable {
 /// time (it is removed from the array under the mutex before use).
 private struct IdleReader: @unchecked Sendable {
     let handle: OpaquePointer
+}
+
+/// The directories that have an environment open in this process: LMDB must never open one
+/// file twice in a process (closing either handle drops the process's `fcntl` locks, and the
+/// reader table goes wrong: `MDB_BAD_RSLOT`).
+enum OpenFiles {
+    struct FileID: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private static let claimed = Mutex<Set<FileID>>([])
+
+    /// Claims the directory at `path` for one environment; waits a few seconds for an
+    /// environment of it that is closing on another thread, then refuses.
+    static func claim(_ path: String) throws -> FileID {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw LMDBError(code: errno, detail: "cannot open \(path)") }
+        let file = FileID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        for _ in 0..<5_000 {
+            if claimed.withLock({ $0.insert(file).inserted }) { return file }
+            usleep(1_000)
+        }
+        throw LMDBError(code: EBUSY, detail: "\(path) is already open in this process (open it once and share it)")
+    }
+
+    static func release(_ file: FileID) {
+        _ = claimed.withLock { $0.remove(file) }
+    }
 }

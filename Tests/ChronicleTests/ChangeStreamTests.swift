@@ -16,15 +16,15 @@ struct ChangeStreamTests {
             let stream = store.changes(after: 0)
             let writers = (0..<4).map { writer in
                 Task.detached {
-                    for i in 0..<25 { try await store.set(i, for: Key<Int>("writer.\(writer)", default: -1)) }
+                    for i in 0..<25 { try store.set(i, for: Key<Int>("writer.\(writer)", default: -1)) }
                 }
             }
             let second = try Store(directory: directory)
-            try await second.set("other store", for: Key<String>("second", default: ""))
+            try second.set("other store", for: Key<String>("second", default: ""))
             let peerDirectory = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: peerDirectory) }
             let peer = try Store(directory: peerDirectory)
-            try await peer.set("from a peer", for: Key<String>("peer", default: ""))
+            try peer.set("from a peer", for: Key<String>("peer", default: ""))
             try await Replicator(store: store, peers: [.store(peer)]).sync()
             let tool = try await runChronicle(["set", "tool", "from another process", "--store", directory.path])
             #expect(tool.status == 0, "\(tool.stderr)")
@@ -48,7 +48,7 @@ struct ChangeStreamTests {
     @Test func resumesFromACheckpointAndWaitsForNewCommits() async throws {
         try await withTemporaryStore { store, _ async throws in
             let key = Key<Int?>("counter")
-            for i in 1...10 { try await store.set(i, for: key) }
+            for i in 1...10 { try store.set(i, for: key) }
             try store.remove(key)
             let first = await collect(store.changes()) { $0.count == 5 }
             let checkpoint = try #require(first.last?.sequence)
@@ -71,7 +71,7 @@ struct ChangeStreamTests {
     /// A cancelled stream ends and leaves the log's observers; sealed values never show.
     @Test func cancellingEndsTheStreamAndSealedValuesStaySealed() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
-            try await store.set("s3cret", for: .apiToken)
+            try store.set("s3cret", for: .apiToken)
             let eventLog = try store.eventLog
             let reader = Task {
                 var seen: [LogEntry] = []
@@ -101,11 +101,11 @@ struct ChangeStreamTests {
                 return nil
             }
             #expect(await next { _, _ in true }.map { $0 == (.dark, 0) } == true, "the current values first")
-            try await store.set(1, for: .launches)
+            try store.set(1, for: .launches)
             #expect(await next { $1 == 1 }.map { $0 == (.dark, 1) } == true)
-            try await store.set(.light, for: .theme)
+            try store.set(.light, for: .theme)
             #expect(await next { theme, _ in theme == .light }.map { $0 == (.light, 1) } == true)
-            try await store.set(2, for: .launches)
+            try store.set(2, for: .launches)
             #expect(await next { $1 == 2 }.map { $0 == (.light, 2) } == true)
         }
     }

@@ -101,7 +101,7 @@ struct ConvergenceTests {
             case 0..<4:
                 store[Self.keys.randomElement(using: &random)!] = Int.random(in: 0..<1000, using: &random)
             case 4:
-                try await store.set(Int.random(in: 0..<1000, using: &random), for: Self.secret)
+                try store.set(Int.random(in: 0..<1000, using: &random), for: Self.secret)
             case 5:
                 try store.remove(Self.keys.randomElement(using: &random)!)
             case 6, 7:

@@ -28,9 +28,9 @@ struct CorruptionTests {
         let key = Key<String>("victim", default: "")
         do {
             let store = try Store(directory: directory)
-            try await store.set(1, for: .launches)
-            try await store.set(marker, for: key)  // sequence 2
-            try await store.set(3, for: .launches)
+            try store.set(1, for: .launches)
+            try store.set(marker, for: key)  // sequence 2
+            try store.set(3, for: .launches)
         }
         // In the log record the payload follows the key name and its 4-byte length.
         try flipByte(after: Array("victim".utf8) + UInt32(marker.utf8.count).bigEndianBytes + Array(marker.utf8), in: directory)
@@ -54,7 +54,7 @@ struct CorruptionTests {
 
     @Test func undecodableRecordIsReportedNotCrashed() async throws {
         try await withTemporaryStore { store, _ async throws in
-            try await store.set(.dark, for: .theme)
+            try store.set(.dark, for: .theme)
             let eventLog = try store.eventLog
             // Write a record whose body does not decode, with a valid chain hash: decoding must fail by name.
             try eventLog.environment.write { txn in

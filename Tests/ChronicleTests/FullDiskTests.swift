@@ -8,23 +8,7 @@ import Testing
 struct FullDiskTests {
     /// A store on a 3 MiB tmpfs: filling the disk gives a clear error, and the store stays consistent.
     @Test func fullDiskLeavesTheStoreConsistent() async throws {
-        let mountPoint = temporaryDirectory()
-        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: mountPoint) }
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint.path]
-        mount.standardError = FileHandle.nullDevice
-        guard (try? mount.run()) != nil else { return }
-        mount.waitUntilExit()
-        guard mount.terminationStatus == 0 else { return }  // not permitted here (not root): nothing to test on
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = [mountPoint.path]
-            try? umount.run()
-            umount.waitUntilExit()
-        }
+        _ = try await withTmpfs(size: "3m") { mountPoint in
         let directory = mountPoint.appendingPathComponent("store")
         var configuration = Store.Configuration()
         configuration.initialMapSize = 256 * 1024
@@ -35,10 +19,10 @@ struct FullDiskTests {
             let blob = Data(repeating: 0xAB, count: 100 * 1024)
             for i in 0..<100 {
                 do {
-                    try await store.set(blob, for: Key<Data>("blob.\(i)", default: Data()))
+                    try store.set(blob, for: Key<Data>("blob.\(i)", default: Data()))
                     acknowledged.append(i)
                 } catch {
-                    failure = error
+                    failure = error as? ChronicleError
                     break
                 }
             }
@@ -51,5 +35,6 @@ struct FullDiskTests {
             #expect(store[Key<Data>("blob.\(i)", default: Data())].count == 100 * 1024)
         }
         #expect(try store.verify().isSound)
+        }
     }
 }

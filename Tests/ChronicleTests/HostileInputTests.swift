@@ -11,7 +11,7 @@ struct HostileInputTests {
         var random = SeededGenerator(seed: 99)
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { source, _ async throws in
             source[.theme] = .dark
-            try await source.set("secret", for: .apiToken)
+            try source.set("secret", for: .apiToken)
             source[.profile] = Profile(name: "x", tags: ["a"], scores: ["b": 1], nested: nil)
             let valid = Array(try source.exportRange(after: 0))
             let event = try EventRange(decoding: valid).events[0]

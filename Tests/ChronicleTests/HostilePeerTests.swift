@@ -27,8 +27,8 @@ struct HostilePeerTests {
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
         let victim = try Store(directory: directories[0], configuration: passphraseConfiguration("the group"))
         let honest = try Store(directory: directories[1], configuration: passphraseConfiguration("the group"))
-        try await victim.set("dark", for: .groupTheme)
-        try await victim.set("s3cr3t", for: .groupToken)
+        try victim.set("dark", for: .groupTheme)
+        try victim.set("s3cr3t", for: .groupToken)
         try await Replicator(store: honest, peers: [.store(victim)]).sync()
         #expect(honest[.groupToken] == "s3cr3t")
         try await body(victim, honest, directories[2])
@@ -55,12 +55,12 @@ struct HostilePeerTests {
     func expectUnharmed(_ victim: Store, _ honest: Store, theme: String = "dark", token: String = "s3cr3t") async throws {
         #expect(victim[.groupTheme] == theme)
         #expect(try victim.value(for: .groupToken) == token)
-        try await victim.set("after the attack", for: .groupToken)
+        try victim.set("after the attack", for: .groupToken)
         victim[.groupTheme] = "light"
         try await Replicator(store: honest, peers: [.store(victim)]).sync()
         #expect(honest[.groupToken] == "after the attack")
         #expect(honest[.groupTheme] == "light")
-        try await honest.set("from honest", for: .groupToken)
+        try honest.set("from honest", for: .groupToken)
         try await Replicator(store: victim, peers: [.store(honest)]).sync()
         #expect(victim[.groupToken] == "from honest")
         #expect(try victim.verify().isSound)
@@ -120,7 +120,7 @@ struct HostilePeerTests {
             try await expectUnharmed(victim, honest)
             // After a restart too.
             let reopened = try Store(directory: victim.directory, configuration: passphraseConfiguration("the group"))  // an open store keeps no passphrase
-            try await reopened.set("after a restart", for: .groupToken)
+            try reopened.set("after a restart", for: .groupToken)
             #expect(reopened[.groupToken] == "after a restart")
         }
     }

@@ -15,9 +15,9 @@ struct KeyGroupTests {
         let directories = (0..<2).map { _ in temporaryDirectory() }
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
         let a = try Store(directory: directories[0], configuration: passphraseConfiguration("group passphrase"))
-        try await a.set("from a", for: SecretKey<String?>("group.secret", sync: .manual))
+        try a.set("from a", for: SecretKey<String?>("group.secret", sync: .manual))
         let typo = try Store(directory: directories[1], configuration: passphraseConfiguration("group passphrasr"))
-        try await typo.set("typo's", for: SecretKey<String?>("group.secret", sync: .manual))
+        try typo.set("typo's", for: SecretKey<String?>("group.secret", sync: .manual))
         typo[Key<String>("group.note", default: "", sync: .manual)] = "typo's note"
         let report = try await Replicator(store: typo, peers: [.store(a)]).sync()
         #expect(report.peers.first?.pulled.quarantined ?? 0 >= 2)  // a's key record and a's event
@@ -27,14 +27,14 @@ struct KeyGroupTests {
         #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from a")
         #expect(a[Key<String>("group.note", default: "", sync: .manual)] == "")
         #expect(typo[SecretKey<String?>("group.secret", sync: .manual)] == "typo's")
-        try await a.set("still a", for: SecretKey<String?>("group.secret", sync: .manual))
-        try await typo.set("still typo", for: SecretKey<String?>("other.secret"))
+        try a.set("still a", for: SecretKey<String?>("group.secret", sync: .manual))
+        try typo.set("still typo", for: SecretKey<String?>("other.secret"))
         // The same passphrase on the new device is all it takes.
         let fixed = try Store(directory: temporaryDirectory(), configuration: passphraseConfiguration("group passphrase"))
         defer { try? FileManager.default.removeItem(at: fixed.directory) }
         try await Replicator(store: fixed, peers: [.store(a)]).sync()
         #expect(fixed[SecretKey<String?>("group.secret", sync: .manual)] == "still a")
-        try await fixed.set("from the new device", for: SecretKey<String?>("group.secret", sync: .manual))
+        try fixed.set("from the new device", for: SecretKey<String?>("group.secret", sync: .manual))
         try await Replicator(store: fixed, peers: [.store(a)]).sync()
         #expect(a[SecretKey<String?>("group.secret", sync: .manual)] == "from the new device")
     }

@@ -13,7 +13,7 @@ struct MapGrowthTests {
         try await withTemporaryStore(configuration: configuration) { store, _ async throws in
             let payload = Data(repeating: 0xAB, count: 32 * 1024)
             for i in 0..<120 {
-                try await store.set(payload, for: Key<Data>("blob.\(i)", default: Data()))
+                try store.set(payload, for: Key<Data>("blob.\(i)", default: Data()))
             }
             try store.write { batch in
                 for i in 0..<40 { batch[Key<Data>("batch.\(i)", default: Data())] = payload }

@@ -15,10 +15,10 @@ struct ObservationTests {
             let small = Set(1...40)
             var large = Set<Int>(minimumCapacity: 4_096)  // the same elements, another iteration order
             for n in (1...40).reversed() { large.insert(n) }
-            try await store.set(small, for: tags)
-            try await store.set(large, for: tags)
+            try store.set(small, for: tags)
+            try store.set(large, for: tags)
             store[Key<Int>("other", default: 0)] = 1  // other keys' commits wake nothing here
-            try await store.set([7], for: tags)
+            try store.set([7], for: tags)
             let heard = await collect(updates) { $0.last == [7] }
             #expect(heard == [[], small, [7]])
         }
@@ -48,11 +48,11 @@ struct ObservationTests {
                 let observers = streams.map { stream in
                     Task.detached { for await _ in stream {} }
                 }
-                for i in 0..<40 { try await store.set(round * 40 + i, for: .launches) }
+                for i in 0..<40 { try store.set(round * 40 + i, for: .launches) }
                 for observer in observers { observer.cancel() }
                 for observer in observers { await observer.value }
             }
-            try await store.set(-1, for: .launches)
+            try store.set(-1, for: .launches)
             #expect(store[.launches] == -1)
             #expect(store.channels.withLock { $0.isEmpty })  // every cancelled stream left its channel
         }
@@ -78,7 +78,7 @@ struct ObservationTests {
             let streams = (0..<5).map { _ in store.updates(of: key) }
             let writers = (1...100).map { value in
                 Task.detached {
-                    if value.isMultiple(of: 2) { store[key] = value } else { try await store.set(value, for: key) }
+                    if value.isMultiple(of: 2) { store[key] = value } else { try store.set(value, for: key) }
                 }
             }
             for writer in writers { try await writer.value }
@@ -125,7 +125,7 @@ struct ObservationTests {
     @Test func secretUpdatesAreDecrypted() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
             let stream = store.updates(of: .apiToken)
-            try await store.set("one", for: .apiToken)
+            try store.set("one", for: .apiToken)
             let values = await collect(stream) { $0.last == "one" }
             #expect(values.last == "one")
         }

@@ -114,7 +114,7 @@ struct ReplicationTests {
         let b = try Store(directory: directories[1], configuration: withKey)
         let keyless = try Store(directory: directories[2])  // no key source: can relay, cannot read
         let shared = SecretKey<String?>("sync.secret", sync: .manual)
-        try await a.set("classified", for: shared)
+        try a.set("classified", for: shared)
         try await Replicator(store: keyless, peers: [.store(a)]).sync()
         #expect(throws: ChronicleError.self) { try keyless.value(for: shared) }
         #expect(try keyless.logEntries().allSatisfy { $0.valueJSON == nil || !$0.valueJSON!.contains("classified") })

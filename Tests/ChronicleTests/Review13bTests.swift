@@ -222,7 +222,7 @@ struct Review13bTests {
             for size in [0, 40, 80, 87, 88, 89, 200, 215, 216, 217, 1_000] {
                 store[Key<String>("r13b.size.\(size)", default: "", sync: .manual)] = String(repeating: "x", count: size)
             }
-            try await store.set("sealed", for: SecretKey<String?>("r13b.secret", sync: .manual))
+            try store.set("sealed", for: SecretKey<String?>("r13b.secret", sync: .manual))
             let keyring = try store.crypto.get()
             let eventLog = try store.eventLog
             let (chainKeyID, records, meta) = try eventLog.environment.read { txn in

@@ -44,12 +44,12 @@ struct Review15Tests {
     @Test func aLiveChangeStreamHearsCommitsAfterACompaction() async throws {
         try await withTemporaryStore { store, _ async throws in
             let counter = Key<Int>("counter", default: 0)
-            for i in 1...50 { try await store.set(i, for: counter) }
+            for i in 1...50 { try store.set(i, for: counter) }
             let stream = store.changes(after: 0)
             let heard = Task { await gather(stream, seconds: 5) { $0.contains { $0.key == "after" } } }
             try await Task.sleep(for: .milliseconds(300))  // the stream has read all 50 and waits
             #expect(try store.compact().dropped == 49)
-            try await store.set("new", for: Key<String>("after", default: ""))
+            try store.set("new", for: Key<String>("after", default: ""))
             let values = await heard.value
             #expect(values.contains { $0.key == "after" }, "the stream missed the event committed after the compaction")
         }
@@ -150,9 +150,9 @@ struct Review15Tests {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let key = Key<String>("theme.name", default: "")
-            try await a.set("older", for: key)
+            try a.set("older", for: key)
             try await Task.sleep(for: .milliseconds(5))
-            try await b.set("newer", for: key)
+            try b.set("newer", for: key)
             try await Replicator(store: b, peers: [.store(a)]).sync()
             #expect(b[key] == "newer")
             let heard = await gather(b.changes(after: 0), seconds: 5) { $0.count == 2 }

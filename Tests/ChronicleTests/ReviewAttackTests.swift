@@ -41,7 +41,7 @@ struct ReviewAttackTests {
     @Test func aKeyIDSquatAtAKeylessRelayDoesNotCutAMemberOff() async throws {
         try await withGroup { victim, honest, relayDirectory in
             let relay = try Store(directory: relayDirectory, configuration: keylessRelayConfiguration)
-            try await honest.set("one", for: .groupTheme)
+            try honest.set("one", for: .groupTheme)
             // The carrier read the honest member's key id elsewhere (another relay, a mailbox file).
             let seen = try EventRange(decoding: Array(try honest.exportRange(after: 0)))
             var bogus = try #require(seen.keys.last)  // the honest member's own key (its event is the newest)
@@ -65,7 +65,7 @@ struct ReviewAttackTests {
             let writer = try #require(try honest.replicaInfo().writer)
             let receipt = try victim.importRange(rangeFile(opaque: [opaqueSquat(origin: writer, counter: 3)]), from: "a file")
             #expect(receipt.opaque == 1)  // stored: no authentication is asked of an opaque event
-            for value in ["one", "two", "three"] { try await honest.set(value, for: .groupTheme) }
+            for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
             try await Replicator(store: victim, peers: [.store(honest)]).sync()
             #expect(victim[.groupTheme] == "three", "the member's own third write was suppressed by a carrier")
             #expect(try victim.quarantinedItems().filter { $0.reason == .conflictingIdentity }.isEmpty)
@@ -86,7 +86,7 @@ struct ReviewAttackTests {
                 domain: .defaults, op: .set, policy: .manual, encoding: ValueEncoding.string.rawValue, sealed: false, key: Keys.groupTheme.name,
                 payload: Array("squatted".utf8))
             _ = try relay.importRange(rangeFile(events: [forged]), from: "HTTP push")
-            for value in ["one", "two", "three"] { try await honest.set(value, for: .groupTheme) }
+            for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
             try await Replicator(store: honest, peers: [.store(relay)]).sync()
             try await Replicator(store: victim, peers: [.store(relay)]).sync()
             #expect(try relay.quarantinedItems().filter { $0.reason == .conflictingIdentity }.isEmpty, "the relay set the real event aside")
@@ -101,7 +101,7 @@ struct ReviewAttackTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let app = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
-        try await app.set("first", for: .groupTheme)  // counter 1 of the app's writer
+        try app.set("first", for: .groupTheme)  // counter 1 of the app's writer
         let writer = try #require(try app.replicaInfo().writer)
         let file = directory.deletingLastPathComponent().appendingPathComponent("squat-\(UUID().uuidString).range")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -166,13 +166,13 @@ struct ReviewAttackTests {
     /// since a sync pulls before it pushes, no member pushes or pulls through the folder again.
     @Test func aStrayHighNumberedMailboxFileStallsNobody() async throws {
         try await withGroup { victim, honest, folder in
-            try await honest.set("one", for: .groupTheme)
+            try honest.set("one", for: .groupTheme)
             try await Replicator(store: honest, peers: [.directory(folder)]).sync()
             try await Replicator(store: victim, peers: [.directory(folder)]).sync()
             #expect(victim[.groupTheme] == "one")
             // The carrier (write access to the folder, no key) drops one file.
             try Data("junk".utf8).write(to: folder.appendingPathComponent("ranges").appendingPathComponent("99999999999999999999.range"))
-            try await honest.set("two", for: .groupTheme)
+            try honest.set("two", for: .groupTheme)
             _ = try? await Replicator(store: honest, peers: [.directory(folder)]).sync()
             _ = try? await Replicator(store: victim, peers: [.directory(folder)]).sync()
             #expect(victim[.groupTheme] == "two", "one junk file stopped the mailbox for every member")
@@ -185,7 +185,7 @@ struct ReviewAttackTests {
         try await withGroup { victim, honest, folder in
             try await Replicator(store: victim, peers: [.directory(folder)]).sync()
             try (try victim.replicaID).hex.write(to: folder.appendingPathComponent("mailbox.id"), atomically: true, encoding: .utf8)
-            try await honest.set("one", for: .groupTheme)
+            try honest.set("one", for: .groupTheme)
             try await Replicator(store: honest, peers: [.directory(folder)]).sync()
             let report = try await Replicator(store: victim, peers: [.directory(folder)]).sync()  // no error
             #expect(victim[.groupTheme] == "one", "sync reported success and moved nothing: \(report.peers.count) peer reports")
@@ -209,10 +209,10 @@ struct ReviewAttackTests {
         let backup: Data
         do {
             let relay = try Store(directory: directories[1], configuration: configuration)
-            try await writer.set(1, for: k1)
+            try writer.set(1, for: k1)
             try await Replicator(store: writer, peers: [.store(relay)]).sync()
             backup = try Data(contentsOf: dataFile)
-            try await writer.set(2, for: k2)
+            try writer.set(2, for: k2)
             try await Replicator(store: writer, peers: [.store(relay)]).sync()
             #expect(relay[k2] == 2)
         }

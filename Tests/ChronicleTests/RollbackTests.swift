@@ -32,11 +32,11 @@ struct RollbackTests {
         let backup: Data
         do {
             let a = try Store(directory: directories[0], configuration: configuration)
-            for key in Self.values.prefix(3) { try await a.set(1, for: key) }
+            for key in Self.values.prefix(3) { try a.set(1, for: key) }
             try await Replicator(store: a, peers: [.store(b)]).sync()
             backup = try dataFile(directories[0])  // the snapshot the replica will go back to
             // After the snapshot: more writes, and they reach the peer.
-            for key in Self.values[3...4] { try await a.set(2, for: key) }
+            for key in Self.values[3...4] { try a.set(2, for: key) }
             try await Replicator(store: b, peers: [.store(a)]).sync()  // the peer's checkpoint now covers them
             #expect(b[Self.values[4]] == 2)
         }
@@ -45,8 +45,8 @@ struct RollbackTests {
         let a = try Store(directory: directories[0], configuration: configuration)
         #expect(a[Self.values[4]] == 0)
         // New writes land on sequence numbers the peer's checkpoint already covers.
-        try await a.set(3, for: Self.values[5])
-        try await a.set(3, for: Self.values[0])
+        try a.set(3, for: Self.values[5])
+        try a.set(3, for: Self.values[0])
         // The peer pulls first: its checkpoint says it has the replica's log up to a sequence
         // that now holds other records; it must notice, and pull the new writes.
         try await Replicator(store: b, peers: [.store(a)]).sync()

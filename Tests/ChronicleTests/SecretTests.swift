@@ -181,7 +181,7 @@ struct SecretTests {
     @Test func resealNeverOverwritesAConcurrentSet() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
             let keys = (0..<40).map { SecretKey<String>("race.\($0)", default: "") }
-            for key in keys { try await store.set("0", for: key) }
+            for key in keys { try store.set("0", for: key) }
             let rotating = Atomic<Bool>(true)
             let writer = Task.detached { () throws -> Int in
                 var round = 0

@@ -42,10 +42,10 @@ struct StoreTests {
             #expect(try store.history(of: .launches).compactMap(\.value) == Array(1...50))
             // A durable set after non-throwing ones commits after them.
             store[.launches] = 51
-            try await store.set(52, for: .launches)
+            try store.set(52, for: .launches)
             #expect(try store.history(of: .launches).last?.value == 52)
             // The async durable form.
-            try await store.set(53, for: .launches)
+            try store.set(53, for: .launches)
             #expect(store[.launches] == 53)
         }
     }

@@ -1,4 +1,4 @@
-import Chronicle
+@testable import Chronicle
 import ChronicleTesting
 import Foundation
 import Subprocess
@@ -70,3 +70,33 @@ extension Keys {
     static let draft = Key<String?>("editor.draft", sync: .manual)
     static let profile = Key<Profile?>("user.profile")
 }
+
+/// Runs `body` with a tmpfs of `size` mounted on a fresh directory, then unmounts it; returns
+/// `nil` without running `body` where mounting is not permitted (not root).
+func withTmpfs<R>(size: String, _ body: (URL) async throws -> R) async throws -> R? {
+    let mountPoint = temporaryDirectory()
+    try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: mountPoint) }
+    func run(_ tool: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+    guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path]) else { return nil }
+    defer { _ = run("/bin/umount", [mountPoint.path]) }
+    return try await body(mountPoint)
+}
+
+/// A key file for a sync group in a fresh directory; the directory is deleted by `cleanUp`.
+func temporaryKeyFile() throws -> (file: URL, cleanUp: @Sendable () -> Void) {
+    let directory = temporaryDirectory()
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let file = directory.appendingPathComponent("group.key")
+    try Keyring.createKeyFile(file)
+    return (file, { try? FileManager.default.removeItem(at: directory) })
+}
+

@@ -67,7 +67,7 @@ struct ToolTests {
     @Test func sealedValuesNeverPrint() async throws {
         let marker = "TOOL-SECRET-\(UUID().uuidString)"
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory async throws in
-            try await store.set(marker, for: .apiToken)
+            try store.set(marker, for: .apiToken)
             let passphraseFile = directory.appendingPathComponent("../pw-\(UUID().uuidString)").standardizedFileURL
             try Data("pw\n".utf8).write(to: passphraseFile)
             defer { try? FileManager.default.removeItem(at: passphraseFile) }
@@ -129,7 +129,7 @@ struct ToolTests {
 
     @Test func exitStatusesAndErrors() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory async throws in
-            try await store.set("x", for: .apiToken)
+            try store.set("x", for: .apiToken)
             let wrong = try await runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
             #expect(wrong.status != 0)
             #expect(wrong.stderr.contains("passphrase or key file"))
@@ -177,7 +177,7 @@ struct ToolTests {
             #expect(store[Key<String>("api.note", default: "")] == "from stdin")
         }
         try await withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory async throws in
-            try await store.set("x", for: .apiToken)
+            try store.set("x", for: .apiToken)
             let wrong = try await runChronicle(["stats", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "wrong"])
             #expect(wrong.status == 2)
         }
@@ -235,7 +235,7 @@ struct ToolTests {
 
     @Test func quarantineIsListedCountedAndDropped() async throws {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory async throws in
-            try await store.set("kept", for: SecretKey<String?>("tool.secret", sync: .manual))
+            try store.set("kept", for: SecretKey<String?>("tool.secret", sync: .manual))
             var range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
             range.events[0].origin = ReplicaID.random()
             range.events[0].op = .remove

@@ -10,7 +10,9 @@ import Foundation
 //   compact  writes with compaction in between                     ack <n>
 //   import   imports a range file (and writes) in a loop           ack <n>
 //   mixed    non-throwing sets of m.1…m.4 acknowledged after a flush, then a
-//            durable async set of m.d                             ack <n>
+//            durable set of m.d                                   ack <n>
+//   exit     non-throwing sets of exit.0…exit.49 to 0…49, then returns from main at once
+//            (a normal exit must commit them)
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
@@ -81,7 +83,7 @@ case "mixed":
             for i in 1...4 { store[counter("m.\(i)")] = n }  // returns at once; durable after the flush
             do {
                 try await store.flush()
-                try await store.set(n, for: counter("m.d"))
+                try store.set(n, for: counter("m.d"))
             } catch {
                 FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
                 exit(3)
@@ -90,6 +92,8 @@ case "mixed":
         }
     }
     done.wait()
+case "exit":
+    for i in 0..<50 { store[counter("exit.\(i)")] = i }
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)

@@ -36,21 +36,19 @@ struct PendingWrites: ~Copyable {
 
 extension EventLog {
     /// Queues `changes` for a commit moments from now and returns at once; reads and observers
-    /// of this process see them from now on. Errors of the commit are logged, and the values
-    /// revert (observers hear the stored value again).
+    /// of this process see them from now on. When the commit fails, the values revert
+    /// (observers hear the stored value again), the failure is published to the store's write
+    /// failures and the next ``flush()`` throws it.
     func enqueue(_ changes: [PendingChange]) throws {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        guard let (place, tickets, _) = try queueVisibly(committer, { _ in changes }) else { return }
-        // Weakly: a closing store settles its queue itself, and must not be kept open by it.
-        pendingQueue.async { [weak self, committer] in
-            do {
-                _ = try committer.wait(place)
-                self?.settle(changes, tickets, failed: false)
-            } catch {
-                self?.logger.error(
-                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
-                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(self?.path ?? "?")"])
-                self?.settle(changes, tickets, failed: true)
+        // The completion holds the log: what is queued is committed even when every store on it
+        // is released meanwhile (the registry hands a reopen this same log while it lives).
+        _ = try queueVisibly(committer, { _ in changes }) { tickets in
+            { result in
+                switch result {
+                case .success: self.settle(changes, tickets, failure: nil)
+                case let .failure(error): self.settle(changes, tickets, failure: ChronicleError.wrap(self.mappedDiskError(error)), report: true)
+                }
             }
         }
     }
@@ -70,13 +68,13 @@ extension EventLog {
     /// - Returns: `nil` when `build` made no change.
     func commitVisibly(building build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]) throws -> [CommittedEvent]? {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        guard let (place, tickets, changes) = try queueVisibly(committer, build) else { return nil }
+        guard let (place, tickets, changes) = try queueVisibly(committer, build, completion: nil), let place else { return nil }
         do {
             let committed = try committer.wait(place)
-            settle(changes, tickets, failed: false)
+            settle(changes, tickets, failure: nil)
             return committed
         } catch {
-            settle(changes, tickets, failed: true)
+            settle(changes, tickets, failure: ChronicleError.wrap(mappedDiskError(error)), report: false)  // the caller hears it
             throw error
         }
     }
@@ -84,10 +82,13 @@ extension EventLog {
     /// Makes the changes `build` returns visible to reads and observers and takes their place in
     /// the commit queue, under one lock: commits, reads and observers all see local writes in the
     /// order of the calls. `nil` when `build` returns no change.
+    /// - Parameter completion: makes, from the changes' tickets, what the committer calls with
+    ///   their result (nobody waits: the place returned is `nil`); `nil` for a caller that waits.
     private func queueVisibly(
         _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>,
-        _ build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]
-    ) throws -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place, [UInt64], [PendingChange])? {
+        _ build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange],
+        completion: (([UInt64]) -> GroupCommitter<[PendingChange], [CommittedEvent]>.Completion)?
+    ) throws -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place?, [UInt64], [PendingChange])? {
         try pending.withLock { pending in
             let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
             let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
@@ -115,28 +116,53 @@ extension EventLog {
             pendingCount.add(changes.count, ordering: .releasing)
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
             observers.publishPending(visible)
+            if let completion {
+                committer.enqueue(queued, completion: completion(tickets))
+                return (nil, tickets, changes)
+            }
             return (committer.enqueue(queued), tickets, changes)
         }
     }
 
     /// Waits until every change queued so far by the non-throwing forms is committed (durably,
     /// in the durable mode). Costs one atomic load when nothing is queued. Never call it on
-    /// the committer's own path (inside a commit).
+    /// the committer's own path (inside a commit or a completion).
     func settlePending() throws {
         guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return }
         _ = try committer.wait(pending.withLock { _ in committer.enqueue([]) })
     }
 
+    /// Calls `done` once every change queued so far by the non-throwing forms is committed,
+    /// without blocking a thread (at once when nothing is queued).
+    func settlePending(then done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return done(.success(())) }
+        pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
+    }
+
+    /// The last ticket handed out: a flush covers the changes queued up to it.
+    var lastTicket: UInt64 { pending.withLock { $0.lastTicket } }
+
     /// Makes every change made so far by this process durable: commits what the non-throwing
     /// forms queued, then (in the `.noMetaSync` and `.noSync` modes) flushes the file.
+    /// - Throws: the first failure of a write queued before the call that no flush reported yet.
     func flush() throws {
+        let through = lastTicket
         try settlePending()
+        try flushFile()
+        if let failure = takeFailure(through: through) { throw failure.error }
+    }
+
+    /// Writes the data file back to the disk in the `.noMetaSync` and `.noSync` modes (every
+    /// commit already did in the durable mode).
+    func flushFile() throws {
         if environment.syncMode != .durable { try environment.flush() }
     }
 
     /// Forgets the pending entries of committed (or failed) changes, unless a later change of the
-    /// same key replaced them.
-    private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failed: Bool) {
+    /// same key replaced them. On `failure` the values revert (observers hear the stored value
+    /// again); with `report` (nobody waited for the change) it is logged, recorded for the next
+    /// flush and published to the store's write failures.
+    private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failure: ChronicleError?, report: Bool = false) {
         var forgotten = pending.withLock { pending -> [PendingChange] in
             var forgotten: [PendingChange] = []
             for (change, ticket) in zip(changes, tickets) {
@@ -147,8 +173,15 @@ extension EventLog {
         }
         // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
         for index in forgotten.indices where forgotten[index].sealer != nil { Sodium.wipe(&forgotten[index].payload) }
+        if failure != nil { observers.publishReset() }
+        if let failure, report {
+            logger.error(
+                "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
+            recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: tickets.last ?? lastTicket)
+        }
+        // Last: a settle that sees the count reach zero finds the failure recorded.
         pendingCount.subtract(changes.count, ordering: .releasing)
-        if failed { observers.publishReset() }
     }
 
     /// The change to `name` queued and not yet committed, as a view entry (unsealed), if any.

@@ -33,8 +33,8 @@ final class EventLog: Sendable {
     let pending = Mutex(PendingWrites())
     /// How many queued changes are not yet settled: reads skip the pending lock when zero.
     let pendingCount = Atomic<Int>(0)
-    /// Where the commits of queued changes are waited for, in order.
-    let pendingQueue = DispatchQueue(label: "chronicle.pending")
+    /// Failures of queued changes that no flush has thrown yet, and who listens for them.
+    let failures = Mutex(WriteFailures())
     /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
     let promotionTimer = Mutex<(task: Task<Void, Never>, due: UInt64)?>(nil)
 
@@ -135,9 +135,15 @@ final class EventLog: Sendable {
         do {
             // Behind every change queued before by the non-throwing forms, and visible like them.
             return try commitVisibly(changes)
-        } catch let error as LMDBError where error == .noSpace || error == .ioError {
-            throw diskError(error)
+        } catch {
+            throw mappedDiskError(error)
         }
+    }
+
+    /// `error`, said plainly when it is LMDB's report of a full disk.
+    func mappedDiskError(_ error: any Error) -> any Error {
+        guard let error = error as? LMDBError, error == .noSpace || error == .ioError else { return error }
+        return diskError(error)
     }
 
     /// Says plainly when a write failed because the disk is full (LMDB may report EIO or ENOSPC).

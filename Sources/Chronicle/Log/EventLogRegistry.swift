@@ -1,60 +1,116 @@
 import Logging
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One ``EventLog`` per store directory per process.
 ///
-/// LMDB forbids opening one environment twice in a process (closing either
-/// handle drops the process's file locks), so every ``Store`` on a directory
-/// holds a lease on one shared eventLog; the eventLog closes when the last lease
-/// ends. Opening and closing run under one lock, so an old environment is
-/// always closed before a new one on the same file opens.
+/// LMDB forbids opening one environment twice in a process (closing either handle drops the
+/// process's file locks), so every ``Store`` on a directory holds a lease on one shared log.
+/// When the last lease ends, the log's queued changes are committed and the registry lets go of
+/// it; but whatever still holds the log (a queued change's keyring, a change stream, a
+/// replicator) keeps it, and with it its environment, open: a reopen meanwhile is handed that
+/// same log, never a second environment on the file. (``ChronicleLMDB/Environment`` refuses a
+/// second one in a process as well.)
+///
+/// At a normal exit (`exit`, or returning from `main`), every open log commits what the
+/// non-throwing forms queued: a short-lived tool or a global `Store` loses no write.
 enum EventLogRegistry {
     private struct Entry {
-        let eventLog: EventLog
+        /// Held while leases exist.
+        var held: EventLog?
+        /// The log, while anything at all holds it.
+        weak var live: EventLog?
         var leases: Int
     }
 
     private static let entries = Mutex<[String: Entry]>([:])
 
-    /// A lease on the eventLog for `directory`, opening it if needed.
+    /// A lease on the log for `directory`, opening it if needed.
     static func lease(directory: URL, configuration: Store.Configuration) throws(ChronicleError) -> EventLogLease {
         let path = try prepareDirectory(directory)
+        _ = installExitHook
         return try entries.withLock { entries throws(ChronicleError) in
-            if var entry = entries[path] {
+            if var entry = entries[path], let eventLog = entry.live {
                 entry.leases += 1
+                entry.held = eventLog
                 entries[path] = entry
-                return EventLogLease(eventLog: entry.eventLog)
+                return EventLogLease(eventLog: eventLog)
             }
             let eventLog = try mappingErrors {
                 try EventLog(directory: path, configuration: configuration)
             }
-            entries[path] = Entry(eventLog: eventLog, leases: 1)
+            entries[path] = Entry(held: eventLog, live: eventLog, leases: 1)
             return EventLogLease(eventLog: eventLog)
         }
     }
 
-    /// Whether this process has the store at `path` open.
+    /// Whether this process has the store at `path` open (anything still holds its log).
     static func isOpen(path: String) -> Bool {
-        entries.withLock { $0[path] != nil }
+        entries.withLock { $0[path]?.live != nil }
     }
 
     static func release(path: String) {
-        entries.withLock { entries in
-            guard var entry = entries[path] else { return }
+        // Settled outside the registry's lock: a commit may take a while, and other stores open meanwhile.
+        var closing = entries.withLock { entries -> EventLog? in
+            guard var entry = entries[path] else { return nil }
             entry.leases -= 1
-            if entry.leases == 0 {
-                // Changes of the non-throwing forms still queued are committed before the
-                // environment closes (a later open in this process must find no second one).
-                do { try entry.eventLog.settlePending() } catch {
-                    entry.eventLog.logger.error(
-                        "chronicle: changes made with non-throwing setters were lost as the store closed",
-                        metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
-                }
-                entries[path] = nil  // the eventLog (and its environment) closes here, under the lock
-            } else {
-                entries[path] = entry
+            let closing = entry.leases == 0 ? entry.held : nil
+            if entry.leases == 0 { entry.held = nil }
+            entries[path] = entry
+            return closing
+        }
+        guard closing != nil else { return }
+        // Changes of the non-throwing forms still queued are committed before the log can close.
+        if let eventLog = closing {
+            do { try eventLog.settlePending() } catch {
+                eventLog.logger.error(
+                    "chronicle: changes made with non-throwing setters were lost as the store closed",
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
             }
+        }
+        // The log closes here, on this thread and outside the lock, unless something else holds it
+        // (a lease taken meanwhile, a stream, a queued change): then it stays the one open log.
+        closing = nil
+        entries.withLock { entries in
+            if let entry = entries[path], entry.leases == 0, entry.live == nil { entries[path] = nil }
+        }
+    }
+
+    /// Every log this process has open.
+    private static var openLogs: [EventLog] {
+        entries.withLock { entries in entries.values.compactMap(\.live) }
+    }
+
+    /// Installed once, with the first store: at a normal exit every open log commits its queue.
+    private static let installExitHook: Void = {
+        atexit { EventLogRegistry.settleAtExit() }
+    }()
+
+    /// Commits what the non-throwing forms queued in every open log, waiting at most a few
+    /// seconds for each (an exit must not hang on a disk that stopped answering).
+    private static func settleAtExit() {
+        for eventLog in openLogs {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<(any Error)?>(nil)
+            eventLog.settlePending { result in
+                if case let .failure(error) = result { outcome.withLock { $0 = error } }
+                done.signal()
+            }
+            if done.wait(timeout: .now() + .seconds(10)) == .timedOut {
+                eventLog.logger.error("chronicle: queued changes were still not committed at exit", metadata: ["store": "\(eventLog.path)"])
+            } else if let error = outcome.withLock({ $0 }) {
+                eventLog.logger.error(
+                    "chronicle: queued changes could not be committed at exit",
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(eventLog.path)"])
+            }
+            try? eventLog.flushFile()
         }
     }
 

@@ -1,14 +1,26 @@
 import Dispatch
 import Synchronization
 
-/// Group commit for synchronous callers on many threads.
+/// Group commit for callers on many threads, blocking or not.
 ///
-/// Callers queue their request; one of them becomes the leader, takes every
-/// queued request, runs them together (one transaction, one fsync), hands each
-/// caller its own result, and passes leadership to the next waiting caller. A
-/// caller returns only after the commit holding its request.
+/// Callers queue their request; the first one queued while nobody leads becomes the leader,
+/// takes every queued request (up to `maxGroup`), runs them together (one transaction, one
+/// fsync), hands each caller its result and passes leadership on.
+///
+/// Two kinds of request share the queue, in one order:
+/// - a *waited* request (``enqueue(_:)`` then ``wait(_:)``, or ``submit(_:)``): its own thread
+///   blocks until its group has run, and leads when its turn comes;
+/// - a *completed* request (``enqueue(_:completion:)``): nobody waits for it; its completion is
+///   called by whoever leads its group, and when it is the one to lead, a leader runs for it on
+///   the committer's own queue.
+///
+/// The rule that keeps it live: a thread only ever blocks on its own ticket, and only a waited
+/// ticket's thread is handed leadership. No queue ever holds a blocked ticket wait that a later
+/// item of the same queue must release (the non-throwing setters used to wait on a serial
+/// queue, and two threads could put their waits there in the opposite order of their places).
 final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
     typealias Runner = @Sendable ([Request]) -> [Result<Output, any Error>]
+    typealias Completion = @Sendable (Result<Output, any Error>) -> Void
 
     fileprivate enum TicketState: Sendable {
         case waiting
@@ -18,9 +30,15 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
 
     fileprivate final class Ticket: Sendable {
         let request: Request
+        /// Called with the result by the group's leader; `nil` when a thread waits on `wakeUp`.
+        let completion: Completion?
         let state = Mutex<TicketState>(.waiting)
         let wakeUp = DispatchSemaphore(value: 0)
-        init(_ request: Request) { self.request = request }
+
+        init(_ request: Request, completion: Completion?) {
+            self.request = request
+            self.completion = completion
+        }
     }
 
     private struct Queue: ~Copyable {
@@ -31,6 +49,8 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
     private let queue = Mutex(Queue())
     private let maxGroup: Int
     private let run: Runner
+    /// Where leaders run for completed requests: it only ever runs `lead`, which waits on no ticket.
+    private let leaders = DispatchQueue(label: "chronicle.group-commit")
 
     /// - Parameters:
     ///   - maxGroup: The most requests one group (one transaction) takes.
@@ -43,7 +63,7 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
     /// The number of requests waiting for a group (for tests and diagnostics).
     var queuedCount: Int { queue.withLock { $0.pending.count } }
 
-    /// Runs `request` in the next group and returns its result.
+    /// Runs `request` in the next group and returns its result, blocking the calling thread.
     func submit(_ request: Request) throws -> Output {
         try wait(enqueue(request))
     }
@@ -54,62 +74,90 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
         fileprivate let isLeader: Bool
     }
 
-    /// Queues `request` without waiting (the caller, or anyone, waits for it with ``wait(_:)``);
-    /// requests run in the order they were enqueued.
+    /// Queues `request` for the calling thread to wait on with ``wait(_:)``; requests run in the
+    /// order they were enqueued. Never blocks.
     func enqueue(_ request: Request) -> Place {
-        let ticket = Ticket(request)
-        let isLeader = queue.withLock { queue in
-            queue.pending.append(ticket)
-            if queue.leading { return false }
-            queue.leading = true
-            return true
-        }
-        return Place(ticket: ticket, isLeader: isLeader)
+        let ticket = Ticket(request, completion: nil)
+        return Place(ticket: ticket, isLeader: append(ticket))
+    }
+
+    /// Queues `request` and returns at once; `completion` is called with its result, in queue
+    /// order with every other request's, on the thread that leads its group. A completion must
+    /// not wait for another request of this committer.
+    func enqueue(_ request: Request, completion: @escaping Completion) {
+        let ticket = Ticket(request, completion: completion)
+        if append(ticket) { leaders.async { _ = self.lead(ticket) } }
     }
 
     /// Waits until the group holding the queued request has run (leading it, when it is this
-    /// request's turn to lead) and returns its result. Call once per place.
+    /// request's turn to lead) and returns its result. Call once per place, on the thread that
+    /// made it.
     func wait(_ place: Place) throws -> Output {
         let ticket = place.ticket
         if !place.isLeader {
             ticket.wakeUp.wait()
             switch ticket.state.withLock({ $0 }) {
             case let .done(result): return try result.get()
-            case .lead, .waiting: break  // became the leader
+            case .lead, .waiting: break  // handed leadership
             }
         }
-        return try lead(ticket)
+        guard let result = lead(ticket) else { throw ChronicleError.storeUnavailable(reason: "group commit lost a request") }
+        return try result.get()
     }
 
-    private func lead(_ own: Ticket) throws -> Output {
-        let group = queue.withLock { queue in
-            let count = min(queue.pending.count, maxGroup)
-            let group = Array(queue.pending.prefix(count))
-            queue.pending.removeFirst(count)
-            return group
+    /// Appends `ticket`; returns whether it leads (nobody was leading).
+    private func append(_ ticket: Ticket) -> Bool {
+        queue.withLock { queue in
+            queue.pending.append(ticket)
+            if queue.leading { return false }
+            queue.leading = true
+            return true
         }
-        let results = run(group.map(\.request))
+    }
+
+    /// Runs groups from the queue's head, which is `own`, and returns `own`'s result.
+    ///
+    /// A waiting thread leads one group and then hands on: to the next waited ticket's thread,
+    /// or, when the next ticket is a completed one, to a leader on the committer's queue (a
+    /// caller's thread never works through other threads' backlog). A leader on the committer's
+    /// queue goes on while completed tickets head the queue.
+    private func lead(_ own: Ticket) -> Result<Output, any Error>? {
         var ownResult: Result<Output, any Error>?
-        for (ticket, result) in zip(group, results) {
-            if ticket === own {
-                ownResult = result
-            } else {
-                ticket.state.withLock { $0 = .done(result) }
-                ticket.wakeUp.signal()
+        while true {
+            let group = queue.withLock { queue in
+                let count = min(queue.pending.count, maxGroup)
+                let group = Array(queue.pending.prefix(count))
+                queue.pending.removeFirst(count)
+                return group
             }
+            let results = run(group.map(\.request))
+            // In queue order: a completion of an earlier request has run before a later waiter wakes.
+            for (ticket, result) in zip(group, results) {
+                if let completion = ticket.completion {
+                    completion(result)
+                } else if ticket === own {
+                    ownResult = result
+                } else {
+                    ticket.state.withLock { $0 = .done(result) }
+                    ticket.wakeUp.signal()
+                }
+            }
+            let next = queue.withLock { queue -> Ticket? in
+                if let first = queue.pending.first { return first }
+                queue.leading = false
+                return nil
+            }
+            guard let next else { return ownResult }
+            if next.completion == nil {
+                next.state.withLock { $0 = .lead }
+                next.wakeUp.signal()
+                return ownResult
+            }
+            if own.completion == nil {
+                leaders.async { _ = self.lead(next) }
+                return ownResult
+            }
+            // On the committer's queue: lead the next group too (`next` heads the queue).
         }
-        let next = queue.withLock { queue -> Ticket? in
-            if let first = queue.pending.first { return first }
-            queue.leading = false
-            return nil
-        }
-        if let next {
-            next.state.withLock { $0 = .lead }
-            next.wakeUp.signal()
-        }
-        // The leader's ticket is always the first of its group: a new leader
-        // finds the queue empty, and a handed-off leader is the queue's first.
-        guard let ownResult else { throw ChronicleError.storeUnavailable(reason: "group commit lost a request") }
-        return try ownResult.get()
     }
 }

@@ -6,38 +6,37 @@ extension Store {
     ///
     /// Suspends instead of blocking a thread. In the `.noMetaSync` and `.noSync` durability
     /// modes it also flushes the data file, so it is the way to reach durability there.
+    /// Together with the non-throwing setter it is the durable write for async code:
     ///
     /// ```swift
     /// store[.theme] = .dark          // returns at once
     /// try await store.flush()        // now it survives a crash of the process or the machine
     /// ```
+    ///
+    /// - Throws: the first failure of a change queued before the call (made with a non-throwing
+    ///   form) that no earlier flush threw; those keys read their stored values again. Also
+    ///   published to ``writeFailures``.
     public func flush() async throws(ChronicleError) {
         let eventLog = try eventLog
+        let through = eventLog.lastTicket
         do {
-            try await BlockingWork.run { try eventLog.flush() }
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                eventLog.settlePending { continuation.resume(with: $0) }
+            }
+            try await BlockingWork.run { try eventLog.flushFile() }
         } catch {
-            throw ChronicleError.wrap(error)
+            throw ChronicleError.wrap(eventLog.mappedDiskError(error))
         }
+        if let failure = eventLog.takeFailure(through: through) { throw failure.error }
     }
 
-    /// Sets `value` for `key` and returns after the commit is durable, suspending (not
-    /// blocking a thread) meanwhile: the form for async code.
-    public func set<Value>(_ value: Value, for key: Key<Value>) async throws(ChronicleError) {
-        try await durably { store throws(ChronicleError) in try store.set(value, for: key) }
-    }
-
-    /// Seals and sets `value` for `key`, returning after the commit is durable, suspending
-    /// (not blocking a thread) meanwhile.
-    public func set<Value>(_ value: Value, for key: SecretKey<Value>) async throws(ChronicleError) {
-        try await durably { store throws(ChronicleError) in try store.set(value, for: key) }
-    }
-
-    /// Runs a blocking, durable write off the cooperative pool.
-    private func durably(_ write: @escaping @Sendable (Store) throws(ChronicleError) -> Void) async throws(ChronicleError) {
-        do {
-            try await BlockingWork.run { [self] in try write(self) }
-        } catch {
-            throw ChronicleError.wrap(error)
-        }
+    /// Every failure of a change made with a non-throwing form from now on: the way for an app
+    /// to hear that `store[key] = value` (or a wrapper's setter) could not be saved.
+    ///
+    /// Each access makes a new stream; it ends when the iterating task is cancelled. A failure is
+    /// also thrown by the next ``flush()``, and logged.
+    public var writeFailures: AsyncStream<WriteFailure> {
+        guard let eventLog = try? eventLog else { return AsyncStream { $0.finish() } }
+        return eventLog.failureStream()
     }
 }

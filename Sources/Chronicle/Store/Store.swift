@@ -202,7 +202,13 @@ public final class Store: Sendable {
     func loggingWrite<K: ValueKey>(_ value: K.Value, for key: K) {
         do {
             let eventLog = try eventLog
-            try mappingErrors { try eventLog.enqueue(try prepared([change(value, for: key)])) }
+            do {
+                try mappingErrors { try eventLog.enqueue(try prepared([change(value, for: key)])) }
+            } catch {
+                // Never queued (a value too large, no data key): heard like a failed commit.
+                eventLog.recordFailure(WriteFailure(keys: [key.name], error: error), ticket: eventLog.lastTicket)
+                throw error
+            }
         } catch {
             log(error, "write", key)
         }
