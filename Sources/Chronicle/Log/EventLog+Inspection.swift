@@ -23,9 +23,48 @@ extension EventLog {
         try environment.read { txn in
             var events: [CommittedEvent] = []
             _ = try replayLog(txn, upTo: range.upperBound) { sequence, event in
-                if range.contains(sequence) { events.append(CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))) }
+                if range.contains(sequence) {
+                    let hash = try txn.get(dbs.events, key: sequence.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: sequence).hash } ?? []
+                    events.append(try streamed(event, sequence, hash: hash, txn))
+                }
             }
             return events
+        }
+    }
+
+    /// An event as the change stream and the tools show it: whether it is current or held back, and its chain hash.
+    private func streamed(_ event: Event, _ sequence: UInt64, hash: [UInt8], _ txn: borrowing Transaction) throws -> CommittedEvent {
+        var committed = CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))
+        committed.isHeldBack = try txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+        committed.chainHash = hash
+        return committed
+    }
+
+    /// Of the events at `sequences` that the drift guard held back when they were read, those it
+    /// has let into their views since (one snapshot), with whether each is current now; and the
+    /// log's epoch in that snapshot.
+    func releasedEvents(_ sequences: [UInt64]) throws -> (events: [CommittedEvent], epoch: LogEpoch) {
+        try environment.read { txn in
+            var released: [CommittedEvent] = []
+            for sequence in sequences {
+                guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { continue }
+                let record = try LogRecord(decoding: bytes, sequence: sequence)
+                guard record.kind == .event else { continue }
+                let event = try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn)
+                if !event.isHeldBack { released.append(event) }
+            }
+            return (released, try Self.epoch(txn, dbs))
+        }
+    }
+
+    /// Whether the log record at `sequence` has the chain hash `hash` (a checkpoint still names
+    /// the same point of the same log), and the log's epoch.
+    func recordMatches(sequence: UInt64, hash: [UInt8]) throws -> (matches: Bool, epoch: LogEpoch) {
+        try environment.read { txn in
+            let epoch = try Self.epoch(txn, dbs)
+            guard sequence > 0 else { return (true, epoch) }
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (false, epoch) }
+            return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
         }
     }
 
@@ -45,8 +84,7 @@ extension EventLog {
                 }
                 let record = try LogRecord(decoding: Array(value), sequence: sequence)
                 if record.kind == .event {
-                    let event = try record.event(sequence: sequence)
-                    events.append(CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn)))
+                    events.append(try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn))
                 }
                 through = sequence
                 return events.count < limit

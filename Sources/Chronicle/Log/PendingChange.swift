@@ -36,4 +36,8 @@ struct CommittedEvent: Sendable {
     var isWinner = false
     /// The ticket of the non-throwing change it commits (0: none): observers saw that change already.
     var ticket: UInt64 = 0
+    /// `true` when the drift guard holds the event back (it enters its view once local time reaches it).
+    var isHeldBack = false
+    /// The chain hash of its log record (filled where a reader asks for it: the change stream).
+    var chainHash: [UInt8] = []
 }

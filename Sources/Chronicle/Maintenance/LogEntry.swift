@@ -33,6 +33,21 @@ public struct LogEntry: Sendable, Equatable {
     /// writer wins on the clock, not on arrival) or that the drift guard still holds back.
     /// A consumer that keeps values from ``Store/changes(after:)`` applies only current events.
     public let isCurrent: Bool
+    /// `true` while the clock-drift guard holds the event back (stamped too far ahead of this
+    /// device's clock): it is not current yet. ``Store/changes(after:)`` delivers it again, with
+    /// `isHeldBack` false and ``isCurrent`` as it then is, once local time reaches it.
+    public let isHeldBack: Bool
+    /// The log's epoch when the event was read: renewed whenever the log's sequence numbers are
+    /// rewritten (a compaction, a restored or copied store).
+    public let epoch: LogEpoch
+    /// The hash chain's value at this event's record: with ``epoch`` and ``sequence``, it names
+    /// this exact point of this exact log (a rolled-back or restored log reuses sequences, not hashes).
+    public let chainHash: [UInt8]
+
+    /// What a consumer of ``Store/changes(after:)`` keeps to resume after this event:
+    /// ``Store/changes(from:)`` resumes here when the log still holds this point, and starts
+    /// again from the beginning when it does not (after a compaction or a restore).
+    public var checkpoint: LogCheckpoint { LogCheckpoint(sequence: sequence, epoch: epoch, chainHash: chainHash) }
 
     /// The value's encoding and payload, for unsealed sets.
     let encoding: UInt8
@@ -58,8 +73,11 @@ public struct LogEntry: Sendable, Equatable {
         return try ValueCoder.decode(Value.self, encoding: encoding, payload: payload, key: key)
     }
 
-    init(_ committed: CommittedEvent) {
+    init(_ committed: CommittedEvent, epoch: LogEpoch) {
         let event = committed.event
+        self.epoch = epoch
+        chainHash = committed.chainHash
+        isHeldBack = committed.isHeldBack
         sequence = committed.sequence
         origin = event.replica
         writer = event.origin
@@ -76,5 +94,26 @@ public struct LogEntry: Sendable, Equatable {
         encoding = event.encoding
         payload = readable ? event.payload : nil
         valueJSON = readable ? ValueCoder.jsonText(encoding: event.encoding, payload: event.payload) : nil
+    }
+}
+
+/// A point of a store's log that a consumer of ``Store/changes(from:)`` resumes after: see
+/// ``LogEntry/checkpoint``. Codable, to keep beside the consumer's own state.
+public struct LogCheckpoint: Sendable, Hashable, Codable {
+    /// The last sequence handled (0: none).
+    public var sequence: UInt64
+    /// The log's epoch at that sequence.
+    public var epoch: LogEpoch
+    /// The chain hash of the record at that sequence.
+    public var chainHash: [UInt8]
+
+    /// The beginning of any log.
+    public static let start = LogCheckpoint(sequence: 0, epoch: .zero, chainHash: [])
+
+    /// A checkpoint; take it from ``LogEntry/checkpoint``.
+    public init(sequence: UInt64, epoch: LogEpoch, chainHash: [UInt8]) {
+        self.sequence = sequence
+        self.epoch = epoch
+        self.chainHash = chainHash
     }
 }

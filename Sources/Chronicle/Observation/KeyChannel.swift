@@ -29,8 +29,10 @@ final class KeyChannel<K: ValueKey>: Sendable {
         /// The value last handed out, to compare `Equatable` values as values (a `Set` encodes
         /// its elements in varying order, so equal sets can have different fingerprints).
         var lastValue: K.Value?
-        /// The log sequence of the entry last handed out: events at or below it are not news.
-        var lastSequence: UInt64 = 0
+        /// The conflict order of the committed entry last read or handed out: an event is news
+        /// only when it is later in that order. Not the local sequence, which compaction renumbers
+        /// and which a promoted (held back, now due) event keeps from its arrival.
+        var lastOrder: ConflictOrder?
         /// The ticket of the last non-throwing change handed out before its commit: the commits
         /// of it and of earlier ones are not news (their values went out already).
         var lastTicket: UInt64 = 0
@@ -54,9 +56,10 @@ final class KeyChannel<K: ValueKey>: Sendable {
             // What this read sees is visible now: no local change is outstanding for it (a
             // ticket heard while nobody listened must not hold back later replicated events).
             state.lastCommittedTicket = state.lastTicket
-            if let (value, fingerprint, sequence) = read() {
+            if let (value, fingerprint, order) = read() {
                 state.last = fingerprint
-                state.lastSequence = max(state.lastSequence, sequence)
+                state.lastValue = value  // a re-read that encodes the same value differently is no news
+                if case let .some(order) = order { state.lastOrder = order }
                 continuation.yield(value)
             } else {
                 continuation.yield(key.defaultValue)
@@ -82,8 +85,9 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// Serialized by the channel's lock, so values go out in the order the store reached them.
     func refresh() {
         let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
-            guard !state.subscribers.isEmpty, let (value, fingerprint, sequence) = read() else { return [] }
-            state.lastSequence = max(state.lastSequence, sequence)
+            guard !state.subscribers.isEmpty, let (value, fingerprint, order) = read() else { return [] }
+            // Assigned, not raised: after a restore the stored entry may be earlier than the last.
+            if case let .some(order) = order { state.lastOrder = order }
             state.lastCommittedTicket = state.lastTicket  // a re-read sees what is visible now
             return hand(value, fingerprint, &state)
         }
@@ -97,10 +101,10 @@ final class KeyChannel<K: ValueKey>: Sendable {
             guard !state.subscribers.isEmpty else { return [] }
             var handOut: [(K.Value, [Continuation])] = []
             for committed in events
-            where committed.isWinner && committed.sequence > state.lastSequence
-                && committed.event.domain == key.domain && committed.event.key == key.name
+            where committed.isWinner && committed.event.domain == key.domain && committed.event.key == key.name
+                && state.lastOrder.map({ committed.event.order > $0 }) ?? true
             {
-                state.lastSequence = committed.sequence
+                state.lastOrder = committed.event.order
                 if committed.ticket != 0 {
                     state.lastCommittedTicket = max(state.lastCommittedTicket, committed.ticket)
                     if committed.ticket < state.lastTicket { continue }  // shown before its commit
@@ -158,13 +162,16 @@ final class KeyChannel<K: ValueKey>: Sendable {
         }
     }
 
-    /// The key's current value, its fingerprint and the sequence of its entry; `nil` (after
-    /// logging why) when it cannot be read.
-    private func read() -> (K.Value, Fingerprint, UInt64)? {
+    /// The key's current value, its fingerprint and the conflict order of its committed entry
+    /// (`.some(nil)` for no entry; `nil` while a queued local change shows instead, which has no
+    /// order yet); `nil` (after logging why) when it cannot be read.
+    private func read() -> (K.Value, Fingerprint, ConflictOrder??)? {
         do {
             let entry = try mappingErrors { try store.eventLog.entry(key.domain, key.name) }
             guard let (value, fingerprint) = decode(entry) else { return nil }
-            return (value, fingerprint, entry?.sequence ?? 0)
+            let order: ConflictOrder?? =
+                if let entry { entry.sequence == 0 ? nil : .some(entry.order) } else { .some(nil) }
+            return (value, fingerprint, order)
         } catch {
             store.log(error, "observation", key)
             return nil

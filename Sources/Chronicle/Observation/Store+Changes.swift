@@ -22,7 +22,25 @@ extension Store {
     /// ```
     /// When the store cannot be read, the error is logged and the stream ends.
     public func changes(after sequence: UInt64 = 0) -> Changes {
-        Changes(store: self, start: sequence)
+        Changes(store: self, start: sequence, checkpoint: nil)
+    }
+
+    /// The log as a stream, resuming after `checkpoint` (a ``LogEntry/checkpoint`` kept from an
+    /// earlier stream): when the log no longer holds that point, because it was compacted,
+    /// restored from a backup or rolled back, the stream starts again from the log's beginning
+    /// instead of silently skipping the events that reused its sequence numbers. Entries then
+    /// carry another ``LogEntry/epoch`` than the checkpoint: a consumer that keeps a projection
+    /// rebuilds it.
+    ///
+    /// ```swift
+    /// for await change in store.changes(from: saved) {
+    ///     if change.epoch != saved.epoch { projection.removeAll() }   // the log was rewritten
+    ///     if change.isCurrent { projection[change.key] = change.valueJSON }
+    ///     saved = change.checkpoint
+    /// }
+    /// ```
+    public func changes(from checkpoint: LogCheckpoint) -> Changes {
+        Changes(store: self, start: checkpoint.sequence, checkpoint: checkpoint)
     }
 }
 
@@ -35,10 +53,12 @@ public struct Changes: AsyncSequence, Sendable {
 
     let store: Store
     let start: UInt64
+    let checkpoint: LogCheckpoint?
 
-    /// An iterator starting after the sequence given to ``Store/changes(after:)``.
+    /// An iterator starting after the sequence given to ``Store/changes(after:)`` (or the
+    /// checkpoint given to ``Store/changes(from:)``).
     public func makeAsyncIterator() -> Iterator {
-        Iterator(store: store, cursor: start)
+        Iterator(store: store, cursor: start, checkpoint: checkpoint)
     }
 
     /// Reads the log a page at a time and waits for the next commit when it has caught up.
@@ -54,10 +74,17 @@ public struct Changes: AsyncSequence, Sendable {
         var ended = false
         /// The log's epoch when the cursor was taken (a compaction changes it).
         var epoch: LogEpoch?
+        /// A checkpoint to check before the first read (``Store/changes(from:)``).
+        var checkpoint: LogCheckpoint?
+        /// Events delivered while the drift guard held them back: delivered again once let in.
+        var heldBack: [UInt64] = []
+        /// The most held-back events one stream follows (a carrier can date many events ahead).
+        static let heldBackLimit = 4_096
 
-        init(store: Store, cursor: UInt64) {
+        init(store: Store, cursor: UInt64, checkpoint: LogCheckpoint?) {
             self.store = store
             self.cursor = cursor
+            self.checkpoint = checkpoint
         }
 
         /// The next event, waiting for a commit when the log has none yet; `nil` once cancelled.
@@ -73,6 +100,12 @@ public struct Changes: AsyncSequence, Sendable {
                     if signal == nil { signal = CommitSignal(eventLog: eventLog) }
                     guard let signal else { break }
                     let generation = signal.generation  // before the read: a commit after it wakes the wait
+                    if let checkpoint {
+                        self.checkpoint = nil
+                        let (matches, logEpoch) = try mappingErrors { try eventLog.recordMatches(sequence: checkpoint.sequence, hash: checkpoint.chainHash) }
+                        epoch = logEpoch
+                        if !matches || (checkpoint.sequence > 0 && checkpoint.epoch != logEpoch) { cursor = 0 }
+                    }
                     let (events, through, logEpoch) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
                     if let epoch, epoch != logEpoch {
                         // Compacted since the last page: the cursor means nothing in the renumbered
@@ -80,12 +113,23 @@ public struct Changes: AsyncSequence, Sendable {
                         // identities; losing the new ones silently would be worse).
                         self.epoch = logEpoch
                         cursor = 0
+                        heldBack = []
                         continue
                     }
                     epoch = logEpoch
                     cursor = through
-                    page = events.map(LogEntry.init)
+                    page = events.map { LogEntry($0, epoch: logEpoch) }
+                    for entry in page where entry.isHeldBack && heldBack.count < Self.heldBackLimit { heldBack.append(entry.sequence) }
                     index = 0
+                    if page.isEmpty, !heldBack.isEmpty {
+                        // Caught up: the events the drift guard has let in since come again.
+                        let (released, releasedEpoch) = try mappingErrors { try eventLog.releasedEvents(heldBack) }
+                        if releasedEpoch == logEpoch {
+                            let sequences = Set(released.map(\.sequence))
+                            heldBack.removeAll { sequences.contains($0) }
+                            page = released.map { LogEntry($0, epoch: logEpoch) }
+                        }
+                    }
                     if page.isEmpty { await signal.wait(past: generation) }
                 } catch {
                     store.configuration.logger.error(

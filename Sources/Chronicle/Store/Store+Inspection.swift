@@ -7,7 +7,8 @@ extension Store {
     public func logEntries(in range: ClosedRange<UInt64> = 1...UInt64.max) throws(ChronicleError) -> [LogEntry] {
         let eventLog = try settledEventLog
         return try mappingErrors {
-            try eventLog.events(in: range).map(LogEntry.init)
+            let epoch = try eventLog.epoch()
+            return try eventLog.events(in: range).map { LogEntry($0, epoch: epoch) }
         }
     }
 
