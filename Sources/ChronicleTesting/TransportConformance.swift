@@ -49,8 +49,8 @@ public enum TransportConformance {
 
     static func pushThenPull(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
-        for i in 0..<10 { try await sender.store.set(i, for: Key<Int>("conformance.n\(i)", default: -1)) }
-        try await sender.store.set(1, for: Key<Int>("conformance.local", default: 0, sync: .never))
+        for i in 0..<10 { try sender.store.set(i, for: Key<Int>("conformance.n\(i)", default: -1)) }
+        try sender.store.set(1, for: Key<Int>("conformance.local", default: 0, sync: .never))
         let receipt = try await transport.push(try sender.store.exportRange(after: 0))
         try require(receipt.received == 10, "push", "the remote received \(receipt.received) events, expected 10 (never-synced events must not travel)")
 
@@ -76,7 +76,7 @@ public enum TransportConformance {
 
     static func resentRangesAreHarmless(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
-        try await sender.store.set("x", for: Key<String>("conformance.resent", default: ""))
+        try sender.store.set("x", for: Key<String>("conformance.resent", default: ""))
         let range = try sender.store.exportRange(after: 0)
         _ = try await transport.push(range)
         _ = try await transport.push(range)
@@ -97,7 +97,7 @@ public enum TransportConformance {
             } catch {}
         }
         let sender = try LocalStore()
-        try await sender.store.set("y", for: Key<String>("conformance.truncated", default: ""))
+        try sender.store.set("y", for: Key<String>("conformance.truncated", default: ""))
         let valid = try sender.store.exportRange(after: 0)
         var rejected = false
         do { _ = try await transport.push(valid.prefix(valid.count - 5)) } catch { rejected = true }
@@ -109,7 +109,7 @@ public enum TransportConformance {
     static func relayKeepsOriginAndPolicy(_ transport: any SyncTransport) async throws {
         let origin = try LocalStore()
         let relay = try LocalStore()
-        try await origin.store.set("relayed", for: Key<String>("conformance.relay", default: "", sync: .manual))
+        try origin.store.set("relayed", for: Key<String>("conformance.relay", default: "", sync: .manual))
         _ = try relay.store.importRange(try origin.store.exportRange(after: 0))
         _ = try await transport.push(try relay.store.exportRange(after: 0))
         let receiver = try LocalStore()

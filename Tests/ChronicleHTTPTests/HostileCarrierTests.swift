@@ -18,7 +18,7 @@ struct HostileCarrierTests {
         }()
         let served = try Store(directory: directories.make(), configuration: configuration)
         let token = SecretKey<String?>("carrier.token", sync: .manual)
-        try await served.set("s3cr3t", for: token)
+        try served.set("s3cr3t", for: token)
         served[.httpNote] = "kept"
         try await withServer(served, token: "the token") { url in
             // The carrier pulls what a token allows, forges a remove of the secret and a new note, and pushes.
@@ -41,7 +41,7 @@ struct HostileCarrierTests {
             #expect(try served.quarantinedItems().allSatisfy { $0.reason == .unauthenticated && $0.source == "HTTP push" })
             // A member with the same passphrase still syncs through the same server.
             let member = try Store(directory: directories.make(), configuration: configuration)
-            try await member.set("from a member", for: token)
+            try member.set("from a member", for: token)
             try await Replicator(store: member, peers: [.http(url, token: "the token")]).sync()
             #expect(try served.value(for: token) == "from a member")
             #expect(member[.httpNote] == "kept")

@@ -32,13 +32,13 @@ struct HubTests {
             let (laptop, phone) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "phone"))
             try await withStores(2, configuration: groupConfiguration("family secret")) { stores in
                 let (a, b) = (stores[0], stores[1])
-                try await a.set("from the laptop", for: .hubNote)
-                try await a.set("s3cret-value", for: .hubSecret)
+                try a.set("from the laptop", for: .hubNote)
+                try a.set("s3cret-value", for: .hubSecret)
                 try await Replicator(store: a, peers: [hub.peer(node: 0, token: laptop)]).sync()
                 try await Replicator(store: b, peers: [hub.peer(node: 1, token: phone)]).sync()
                 #expect(b[.hubNote] == "from the laptop")
                 #expect(try b.value(for: .hubSecret) == "s3cret-value")
-                try await b.set("from the phone", for: .hubNote)
+                try b.set("from the phone", for: .hubNote)
                 try await Replicator(store: b, peers: [hub.peer(node: 1, token: phone)]).sync()
                 try await Replicator(store: a, peers: [hub.peer(node: 0, token: laptop)]).sync()
                 #expect(a[.hubNote] == "from the phone")
@@ -66,7 +66,7 @@ struct HubTests {
             let alice = try await hub.token(first, "alice-phone")
             let bob = try await hub.token(second, "bob-phone")
             try await withStores(2) { stores in
-                try await stores[0].set("alice's", for: .hubNote)
+                try stores[0].set("alice's", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: alice)]).sync()
                 try await Replicator(store: stores[1], peers: [hub.peer(node: 1, token: bob)]).sync()
                 #expect(stores[1][.hubNote] == "", "bob's tenant sees nothing of alice's")
@@ -99,7 +99,7 @@ struct HubTests {
             let tenant = try await hub.tenant()
             let tokens = [try await hub.token(tenant, "one"), try await hub.token(tenant, "two")]
             try await withStores(1) { stores in
-                for i in 0..<50 { try await stores[0].set("value \(i)", for: Key<String>("hub.k\(i % 10)", default: "")) }
+                for i in 0..<50 { try stores[0].set("value \(i)", for: Key<String>("hub.k\(i % 10)", default: "")) }
                 let range = try stores[0].exportRange(after: 0)
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for attempt in 0..<8 {
@@ -131,7 +131,7 @@ struct HubTests {
             let reader = try await hub.token(tenant, "reader")
             try await withStores(devices) { stores in
                 for (index, store) in stores.enumerated() {
-                    for i in 0..<40 { try await store.set("\(index).\(i)", for: Key<String>("hub.d\(index).k\(i % 5)", default: "")) }
+                    for i in 0..<40 { try store.set("\(index).\(i)", for: Key<String>("hub.d\(index).k\(i % 5)", default: "")) }
                 }
                 let ranges = try stores.map { try $0.exportRange(after: 0) }
                 let pushes = Task {
@@ -180,7 +180,7 @@ struct HubTests {
             let other = try await hub.tenant()
             let (full, fine) = (try await hub.token(small, "d"), try await hub.token(other, "d"))
             try await withStores(1) { stores in
-                for i in 0..<8 { try await stores[0].set("v\(i)", for: Key<String>("hub.q\(i)", default: "")) }
+                for i in 0..<8 { try stores[0].set("v\(i)", for: Key<String>("hub.q\(i)", default: "")) }
                 let range = try stores[0].exportRange(after: 0)
                 let refused = try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: full, body: range)
                 #expect(refused.status == 507)
@@ -211,7 +211,7 @@ struct HubTests {
                 await b.start()
                 let updates = stores[1].updates(of: .hubNote)
                 try await Task.sleep(for: .milliseconds(500))  // both watching (or the first round pulls it anyway)
-                try await stores[0].set("pushed by a", for: .hubNote)
+                try stores[0].set("pushed by a", for: .hubNote)
                 let arrived = await withTaskGroup(of: Bool.self) { group in
                     group.addTask { for await value in updates where value == "pushed by a" { return true }; return false }
                     group.addTask { try? await Task.sleep(for: .seconds(60)); return false }  // a guard, not a measurement
@@ -315,7 +315,7 @@ struct HubTests {
             let tenant = try await hub.tenant()
             let token = try await hub.token(tenant, "device")
             try await withStores(1) { stores in
-                try await stores[0].set("before", for: .hubNote)
+                try stores[0].set("before", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
 
                 // pg_ctl restart reuses the server's options; its output goes to a file of the cluster.
@@ -324,7 +324,7 @@ struct HubTests {
                     .path(FilePath("/usr/bin/env")), arguments: Arguments(command), output: .discarded, error: .discarded)
                 #expect(restart.terminationStatus.isSuccess)
 
-                try await stores[0].set("after", for: .hubNote)
+                try stores[0].set("after", for: .hubNote)
                 var synced = false
                 for _ in 0..<100 where !synced {
                     do {
@@ -337,7 +337,7 @@ struct HubTests {
                 #expect(synced)
                 let id = try await hub.tenantID(tenant)
                 let generation = hub.nodes[0].notifier.generation(id)
-                try await stores[0].set("after again", for: .hubNote)
+                try stores[0].set("after again", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
                 var heard = false
                 for _ in 0..<300 where !heard {
@@ -364,7 +364,7 @@ struct HubTests {
             }
             try await Task.sleep(for: .milliseconds(300))
             try await withStores(1) { stores in
-                try await stores[0].set("wake up", for: .hubNote)
+                try stores[0].set("wake up", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: writer)]).sync()
             }
             let response = try await poll.value

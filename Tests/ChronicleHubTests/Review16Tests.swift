@@ -51,7 +51,7 @@ extension HubTests {
             let tenant = try await hub.tenant()
             let (mallory, honest, reader) = (try await hub.token(tenant, "mallory"), try await hub.token(tenant, "honest"), try await hub.token(tenant, "reader"))
             try await withStores(2, configuration: groupConfiguration("family secret")) { stores in
-                try await stores[0].set("genuine", for: .hubNote)
+                try stores[0].set("genuine", for: .hubNote)
                 let genuine = try RelayRange(decoding: Array(try stores[0].exportRange(after: 0)))
                 let event = try #require(genuine.events.first)
                 var forged = event.bytes
@@ -144,8 +144,8 @@ extension HubTests {
             let tenant = try await hub.tenant()
             let (laptop, phone, mallory) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "phone"), try await hub.token(tenant, "mallory"))
             try await withStores(2, configuration: groupConfiguration("family secret")) { stores in
-                try await stores[0].set("s3cret-value", for: .hubSecret)
-                try await stores[0].set("from the laptop", for: .hubNote)
+                try stores[0].set("s3cret-value", for: .hubSecret)
+                try stores[0].set("from the laptop", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: laptop)]).sync()
                 let id = try await hub.tenantID(tenant)
                 let rows = try await hub.admin.client.query("SELECT digest FROM wrapped_keys WHERE tenant_id = \(id) ORDER BY digest LIMIT 1")
@@ -177,7 +177,7 @@ extension HubTests {
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await hub.admin.revokeToken(tenant: tenant, device: "watcher"))
             try await withStores(1) { stores in
-                try await stores[0].set("pushed after the revocation", for: .hubNote)
+                try stores[0].set("pushed after the revocation", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: writer)]).sync()
             }
             let response = try await poll.value
@@ -205,7 +205,7 @@ extension HubTests {
             let status: Int
             do {
                 let response = try await withStores(1) { stores in
-                    try await stores[0].set("v", for: .hubNote)
+                    try stores[0].set("v", for: .hubNote)
                     return try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: token, body: try stores[0].exportRange(after: 0))
                 }
                 status = response.status

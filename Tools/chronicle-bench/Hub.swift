@@ -94,7 +94,7 @@ final class LoopbackServers: Sendable {
     let clock = ContinuousClock()
     var latencies: [Double] = []
     for value in 0..<count {
-        try await a.set(value, for: key)
+        try a.set(value, for: key)
         let committed = clock.now
         while let seen = await updates.next(), seen != value {}
         latencies.append(nanoseconds(clock.now - committed))

@@ -11,6 +11,7 @@ import Foundation
 //   import   imports a range file (and writes) in a loop           ack <n>
 //   mixed    non-throwing sets of m.1…m.4 acknowledged after a flush, then a
 //            durable set of m.d                                   ack <n>
+//   increment  300 atomic increments of inc (store.update), then exits     ack done
 //   exit     non-throwing sets of exit.0…exit.49 to 0…49, then returns from main at once
 //            (a normal exit must commit them)
 
@@ -92,6 +93,14 @@ case "mixed":
         }
     }
     done.wait()
+case "increment":
+    for _ in 0..<300 {
+        do { try store.update(counter("inc")) { $0 += 1 } } catch {
+            FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
+            exit(3)
+        }
+    }
+    ack("ack done")
 case "exit":
     for i in 0..<50 { store[counter("exit.\(i)")] = i }
 default:

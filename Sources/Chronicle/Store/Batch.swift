@@ -1,7 +1,9 @@
 /// The changes of one ``Store/write(_:)`` call, committed together in one transaction.
 ///
 /// A batch collects changes; nothing is written until the closure returns.
-/// A change that cannot be encoded makes the whole batch fail.
+/// A change that cannot be encoded makes the whole batch fail. Reading a key through the batch
+/// gives the batch's own change of it, else the store's value: read-your-writes inside the
+/// batch. (An increment that must not lose another writer's update is ``Store/update(_:_:)-(Key<Value>,_)``.)
 public final class Batch {
     let store: Store
     private(set) var changes: [PendingChange] = []
@@ -9,17 +11,17 @@ public final class Batch {
 
     init(store: Store) { self.store = store }
 
-    /// Sets (or, for `nil`, removes) a key in the batch. Errors surface when `write` returns.
+    /// The batch's own change of `key`, else the store's value; sets (or, for `nil`, removes)
+    /// `key` in the batch. Errors surface when `write` returns.
     public subscript<Value>(key: Key<Value>) -> Value {
-        @available(*, unavailable, message: "a batch only collects changes; read from the store")
-        get { key.defaultValue }
+        get { read(key) }
         set { record { () throws(ChronicleError) in try store.change(newValue, for: key) } }
     }
 
-    /// Sets (or, for `nil`, removes) a secret in the batch. Errors surface when `write` returns.
+    /// The batch's own change of the secret, else the store's value; sets (or, for `nil`,
+    /// removes) the secret in the batch. Errors surface when `write` returns.
     public subscript<Value>(key: SecretKey<Value>) -> Value {
-        @available(*, unavailable, message: "a batch only collects changes; read from the store")
-        get { key.defaultValue }
+        get { read(key) }
         set { record { () throws(ChronicleError) in try store.change(newValue, for: key) } }
     }
 
@@ -37,6 +39,19 @@ public final class Batch {
     /// Removes `key` in the batch.
     public func remove(_ key: Keys) throws(ChronicleError) {
         changes.append(try store.removal(of: key))
+    }
+
+    /// The value of the batch's last change of `key`, else the store's value (errors read as the
+    /// default and surface when `write` returns, as a failed read of the store does).
+    private func read<K: ValueKey>(_ key: K) -> K.Value {
+        guard let change = changes.last(where: { $0.domain == key.domain && $0.key == key.name }) else { return store.loggingRead(key) }
+        guard change.op == .set else { return key.defaultValue }
+        do {
+            return try ValueCoder.decode(K.Value.self, encoding: change.encoding, payload: change.payload, key: key.name)
+        } catch {
+            if firstError == nil { firstError = error }
+            return key.defaultValue
+        }
     }
 
     private func record(_ make: () throws(ChronicleError) -> PendingChange) {
