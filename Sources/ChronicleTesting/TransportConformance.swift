@@ -49,7 +49,7 @@ public enum TransportConformance {
 
     static func pushThenPull(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
-        for i in 0..<10 { try sender.store.set(i, for: Key<Int>("conformance.n\(i)", default: -1)) }
+        for i in 0..<10 { try sender.store.set(i, for: Key<Int>("conformance.n\(i)", default: -1, sync: .automaticSmall)) }
         try sender.store.set(1, for: Key<Int>("conformance.local", default: 0, sync: .never))
         let receipt = try await transport.push(try sender.store.exportRange(after: 0))
         try require(receipt.received == 10, "push", "the remote received \(receipt.received) events, expected 10 (never-synced events must not travel)")
@@ -58,11 +58,11 @@ public enum TransportConformance {
         let pulled = try await pullAll(transport, into: receiver.store)
         try require(pulled >= 10, "pull", "pulled \(pulled) events, expected at least 10")
         for i in 0..<10 {
-            let value = receiver.store[Key<Int>("conformance.n\(i)", default: -1)]
+            let value = receiver.store[Key<Int>("conformance.n\(i)", default: -1, sync: .automaticSmall)]
             try require(value == i, "pull", "key conformance.n\(i) reads \(value), expected \(i)")
         }
-        try require(receiver.store[Key<Int>("conformance.local", default: 0)] == 0, "pull", "a .never event travelled")
-        let history = try receiver.store.history(of: Key<Int>("conformance.n3", default: -1))
+        try require(receiver.store[Key<Int>("conformance.local", default: 0, sync: .automaticSmall)] == 0, "pull", "a .never event travelled")
+        let history = try receiver.store.history(of: Key<Int>("conformance.n3", default: -1, sync: .automaticSmall))
         try require(history.first?.origin == (try sender.store.replicaID), "pull", "the origin was not preserved")
 
         // Events are excluded by their origin: the writer of the store that made them.
@@ -76,13 +76,13 @@ public enum TransportConformance {
 
     static func resentRangesAreHarmless(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
-        try sender.store.set("x", for: Key<String>("conformance.resent", default: ""))
+        try sender.store.set("x", for: Key<String>("conformance.resent", default: "", sync: .automaticSmall))
         let range = try sender.store.exportRange(after: 0)
         _ = try await transport.push(range)
         _ = try await transport.push(range)
         let receiver = try LocalStore()
         _ = try await pullAll(transport, into: receiver.store)
-        let history = try receiver.store.history(of: Key<String>("conformance.resent", default: ""))
+        let history = try receiver.store.history(of: Key<String>("conformance.resent", default: "", sync: .automaticSmall))
         try require(history.count == 1, "resend", "a re-sent event appears \(history.count) times")
     }
 
@@ -97,7 +97,7 @@ public enum TransportConformance {
             } catch {}
         }
         let sender = try LocalStore()
-        try sender.store.set("y", for: Key<String>("conformance.truncated", default: ""))
+        try sender.store.set("y", for: Key<String>("conformance.truncated", default: "", sync: .automaticSmall))
         let valid = try sender.store.exportRange(after: 0)
         var rejected = false
         do { _ = try await transport.push(valid.prefix(valid.count - 5)) } catch { rejected = true }
@@ -123,7 +123,7 @@ public enum TransportConformance {
     static func batchesResumeFromACheckpoint(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
         try sender.store.write { batch in
-            for i in 0..<600 { batch[Key<Int>("conformance.bulk\(i)", default: -1)] = i }
+            for i in 0..<600 { batch[Key<Int>("conformance.bulk\(i)", default: -1, sync: .automaticSmall)] = i }
         }
         var after: UInt64 = 0
         var pushes = 0
@@ -136,7 +136,7 @@ public enum TransportConformance {
         }
         let receiver = try LocalStore()
         _ = try await pullAll(transport, into: receiver.store)
-        let value = receiver.store[Key<Int>("conformance.bulk599", default: -1)]
+        let value = receiver.store[Key<Int>("conformance.bulk599", default: -1, sync: .automaticSmall)]
         try require(value == 599, "batches", "the last event of a multi-batch push reads \(value)")
     }
 

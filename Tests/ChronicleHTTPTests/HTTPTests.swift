@@ -32,13 +32,13 @@ struct HTTPTests {
         let server = try Store(directory: directories.make())
         let client = try Store(directory: directories.make())
         server[.httpNote] = "from server"
-        client[Key<Int>("http.count", default: 0)] = 7
+        client[Key<Int>("http.count", default: 0, sync: .automaticSmall)] = 7
         try await withServer(server) { url in
             let report = try await Replicator(store: client, peers: [.http(url, token: "test-token")]).sync()
             #expect(report.sent == 1 && report.applied == 1)
         }
         #expect(client[.httpNote] == "from server")
-        #expect(server[Key<Int>("http.count", default: 0)] == 7)
+        #expect(server[Key<Int>("http.count", default: 0, sync: .automaticSmall)] == 7)
     }
 
     @Test func wrongOrMissingTokenIsRefusedAndTouchesNothing() async throws {
@@ -99,7 +99,7 @@ struct HTTPTests {
             try await Replicator(store: client, peers: [.http(url, token: "test-token")]).sync()
         }
         #expect(try server.logEntries().count == 600)
-        #expect(server[Key<Int>("bulk.599", default: -1)] == 599)
+        #expect(server[Key<Int>("bulk.599", default: -1, sync: .automaticSmall)] == 599)
         #expect(try server.verify().isSound)
     }
 
@@ -147,7 +147,7 @@ struct HTTPTests {
         }
         #expect(server.terminationStatus == .exited(0))  // a clean, graceful exit
         let served2 = try Store(directory: served)
-        #expect(served2[Key<String>("http.other", default: "")] == "pushed")
+        #expect(served2[Key<String>("http.other", default: "", sync: .automaticSmall)] == "pushed")
     }
 
     @Test func tokensNeverPrint() throws {

@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 extension Keys {
-    static let hubNote = Key<String>("hub.note", default: "")
+    static let hubNote = Key<String>("hub.note", default: "", sync: .automaticSmall)
     static let hubSecret = SecretKey<String?>("hub.secret", sync: .automaticSmall)
 }
 
@@ -99,7 +99,7 @@ struct HubTests {
             let tenant = try await hub.tenant()
             let tokens = [try await hub.token(tenant, "one"), try await hub.token(tenant, "two")]
             try await withStores(1) { stores in
-                for i in 0..<50 { try stores[0].set("value \(i)", for: Key<String>("hub.k\(i % 10)", default: "")) }
+                for i in 0..<50 { try stores[0].set("value \(i)", for: Key<String>("hub.k\(i % 10)", default: "", sync: .automaticSmall)) }
                 let range = try stores[0].exportRange(after: 0)
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for attempt in 0..<8 {
@@ -131,7 +131,7 @@ struct HubTests {
             let reader = try await hub.token(tenant, "reader")
             try await withStores(devices) { stores in
                 for (index, store) in stores.enumerated() {
-                    for i in 0..<40 { try store.set("\(index).\(i)", for: Key<String>("hub.d\(index).k\(i % 5)", default: "")) }
+                    for i in 0..<40 { try store.set("\(index).\(i)", for: Key<String>("hub.d\(index).k\(i % 5)", default: "", sync: .automaticSmall)) }
                 }
                 let ranges = try stores.map { try $0.exportRange(after: 0) }
                 let pushes = Task {
@@ -180,7 +180,7 @@ struct HubTests {
             let other = try await hub.tenant()
             let (full, fine) = (try await hub.token(small, "d"), try await hub.token(other, "d"))
             try await withStores(1) { stores in
-                for i in 0..<8 { try stores[0].set("v\(i)", for: Key<String>("hub.q\(i)", default: "")) }
+                for i in 0..<8 { try stores[0].set("v\(i)", for: Key<String>("hub.q\(i)", default: "", sync: .automaticSmall)) }
                 let range = try stores[0].exportRange(after: 0)
                 let refused = try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: full, body: range)
                 #expect(refused.status == 507)
@@ -235,7 +235,7 @@ struct HubTests {
             let (writer, reader) = (try await survivor.token(tenant, "writer"), try await survivor.token(tenant, "reader"))
             try await withStores(2) { stores in
                 try stores[0].write { batch in
-                    for i in 0..<3_000 { batch[Key<String>("hub.bulk\(i)", default: "")] = "value \(i)" }
+                    for i in 0..<3_000 { batch[Key<String>("hub.bulk\(i)", default: "", sync: .automaticSmall)] = "value \(i)" }
                 }
                 // A second node of its own, stopped while the push is in flight.
                 let url = try #require(testDatabase)
@@ -257,7 +257,7 @@ struct HubTests {
                     #expect(distinct == 3_000)
                     #expect(head == 3_000)
                 }
-                #expect(stores[1][Key<String>("hub.bulk2999", default: "")] == "value 2999")
+                #expect(stores[1][Key<String>("hub.bulk2999", default: "", sync: .automaticSmall)] == "value 2999")
                 #expect(try stores[1].logEntries().count == 3_000)
             }
         }
@@ -272,7 +272,7 @@ struct HubTests {
             let (writer, reader) = (try await survivor.token(tenant, "writer"), try await survivor.token(tenant, "reader"))
             try await withStores(2) { stores in
                 try stores[0].write { batch in
-                    for i in 0..<3_000 { batch[Key<String>("hub.killed\(i)", default: "")] = "value \(i)" }
+                    for i in 0..<3_000 { batch[Key<String>("hub.killed\(i)", default: "", sync: .automaticSmall)] = "value \(i)" }
                 }
                 let result = try await Subprocess.run(
                     .path(FilePath(try chronicleExecutable().path)),

@@ -11,20 +11,20 @@ struct ChangeStreamTests {
     /// import and another process.
     @Test func everyEventArrivesOnceInOrder() async throws {
         try await withTemporaryStore { store, directory async throws in
-            for i in 1...300 { store[Key<Int>("history.\(i % 7)", default: 0)] = i }  // more than a page
+            for i in 1...300 { store[Key<Int>("history.\(i % 7)", default: 0, sync: .automaticSmall)] = i }  // more than a page
             try await store.flush()
             let stream = store.changes(after: 0)
             let writers = (0..<4).map { writer in
                 Task.detached {
-                    for i in 0..<25 { try store.set(i, for: Key<Int>("writer.\(writer)", default: -1)) }
+                    for i in 0..<25 { try store.set(i, for: Key<Int>("writer.\(writer)", default: -1, sync: .automaticSmall)) }
                 }
             }
             let second = try Store(directory: directory)
-            try second.set("other store", for: Key<String>("second", default: ""))
+            try second.set("other store", for: Key<String>("second", default: "", sync: .automaticSmall))
             let peerDirectory = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: peerDirectory) }
             let peer = try Store(directory: peerDirectory)
-            try peer.set("from a peer", for: Key<String>("peer", default: ""))
+            try peer.set("from a peer", for: Key<String>("peer", default: "", sync: .automaticSmall))
             try await Replicator(store: store, peers: [.store(peer)]).sync()
             let tool = try await runChronicle(["set", "tool", "from another process", "--store", directory.path])
             #expect(tool.status == 0, "\(tool.stderr)")
@@ -47,7 +47,7 @@ struct ChangeStreamTests {
     /// slow consumer loses nothing.
     @Test func resumesFromACheckpointAndWaitsForNewCommits() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let key = Key<Int?>("counter")
+            let key = Key<Int?>("counter", sync: .automaticSmall)
             for i in 1...10 { try store.set(i, for: key) }
             try store.remove(key)
             let first = await collect(store.changes()) { $0.count == 5 }

@@ -114,7 +114,7 @@ struct CompactionTests {
     @Test func compactionCarriesPushCheckpointsOver() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
-            let blob = Key<Data>("blob", default: Data())
+            let blob = Key<Data>("blob", default: Data(), sync: .automaticSmall)
             for i in 0..<20 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }
             try await Replicator(store: a, peers: [.store(b)]).sync()
             for i in 20..<30 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }  // not yet pushed to b
@@ -136,7 +136,7 @@ struct CompactionTests {
         let replica: ReplicaID
         do {
             let store = try Store(directory: directory)
-            for i in 0..<40 { store[Key<Data>("blob", default: Data())] = Data(repeating: UInt8(i), count: 128 * 1024) }
+            for i in 0..<40 { store[Key<Data>("blob", default: Data(), sync: .automaticSmall)] = Data(repeating: UInt8(i), count: 128 * 1024) }
             _ = try store.compact(before: Date.distantFuture)
             replica = try store.replicaID
             #expect(throws: ChronicleError.self) { try Store.reclaimSpace(directory: directory) }  // open here
@@ -147,7 +147,7 @@ struct CompactionTests {
         #expect(mode == 0o600)  // mdb_env_copy2 alone leaves 0644
         let reopened = try Store(directory: directory)
         #expect(try reopened.replicaID == replica)  // reclaiming is not copying
-        #expect(reopened[Key<Data>("blob", default: Data())] == Data(repeating: 39, count: 128 * 1024))
+        #expect(reopened[Key<Data>("blob", default: Data(), sync: .automaticSmall)] == Data(repeating: 39, count: 128 * 1024))
         #expect(try reopened.verify().isSound)
     }
 

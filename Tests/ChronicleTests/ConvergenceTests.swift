@@ -5,8 +5,9 @@ import Testing
 
 struct ConvergenceTests {
     static let keys: [Key<Int>] = [
-        Key("c.auto1", default: -1), Key("c.auto2", default: -1), Key("c.manual1", default: -1, sync: .manual),
-        Key("c.manual2", default: -1, sync: .manual), Key("c.shared", default: -1),
+        Key("c.auto1", default: -1, sync: .automaticSmall), Key("c.auto2", default: -1, sync: .automaticSmall),
+        Key("c.manual1", default: -1, sync: .manual), Key("c.manual2", default: -1, sync: .manual),
+        Key("c.shared", default: -1, sync: .automaticSmall),
     ]
     static let local = Key<Int>("c.local", default: -1, sync: .never)
 

@@ -208,8 +208,8 @@ struct FaultReviewTests {
             let (a, b) = (stores[0], stores[1])
             a[.small] = "now"
             _ = try b.importRange(try a.exportRange(after: 0))
-            b[Key<Int>("other", default: 0)] = 1
-            b[Key<Int>("other", default: 0)] = 2  // something for compaction to drop
+            b[Key<Int>("other", default: 0, sync: .automaticSmall)] = 1
+            b[Key<Int>("other", default: 0, sync: .automaticSmall)] = 2  // something for compaction to drop
             #expect(try b.importRange(try eventAhead(of: a, by: 1_500, value: "future")).deferred == 1)
             try b.eventLog.promotionTimer.withLock { $0?.task.cancel() }  // the timer has not run yet
             try await Task.sleep(for: .milliseconds(1_100))  // due now (within the drift guard)
@@ -266,8 +266,8 @@ struct FaultReviewTests {
         let replica: ReplicaID
         do {
             let store = try Store(directory: directory)
-            for i in 0..<240 { store[Key<Data>("blob.\(i)", default: Data())] = blob }
-            if pad { store[Key<Int>("pad", default: 0)] = 1 }
+            for i in 0..<240 { store[Key<Data>("blob.\(i)", default: Data(), sync: .automaticSmall)] = blob }
+            if pad { store[Key<Int>("pad", default: 0, sync: .automaticSmall)] = 1 }
             replica = try store.replicaID
         }
         let tool = try chronicleExecutable()
@@ -279,8 +279,8 @@ struct FaultReviewTests {
             await Task.detached { () -> Result<(ReplicaID, Data, Bool), any Error> in
                 Result {
                     let store = try Store(directory: directory)
-                    let value = store[Key<Data>("blob.17", default: Data())]
-                    try store.set("written during the reclaim", for: Key<String>("after", default: ""))
+                    let value = store[Key<Data>("blob.17", default: Data(), sync: .automaticSmall)]
+                    try store.set("written during the reclaim", for: Key<String>("after", default: "", sync: .automaticSmall))
                     return (try store.replicaID, value, try store.verify().isSound)
                 }
             }.value
@@ -292,9 +292,9 @@ struct FaultReviewTests {
         #expect(sound)
         let reopened = try Store(directory: directory)
         #expect(try reopened.replicaID == replica)
-        let intactAfter = reopened[Key<Data>("blob.17", default: Data())] == blob
+        let intactAfter = reopened[Key<Data>("blob.17", default: Data(), sync: .automaticSmall)] == blob
         #expect(intactAfter)
-        #expect(reopened[Key<String>("after", default: "")] == "written during the reclaim")
+        #expect(reopened[Key<String>("after", default: "", sync: .automaticSmall)] == "written during the reclaim")
         #expect(try reopened.verify().isSound)
     }
 }

@@ -3,7 +3,7 @@ import ChronicleTesting
 import Foundation
 import Testing
 
-/// Ways in for existing data and renames as events (#15).
+/// Ways in for existing data, renames as events, migration steps that run once.
 struct MigrationTests {
     /// A UserDefaults suite of every property-list type; deleted afterwards.
     func withDefaultsSuite(_ body: (UserDefaults) throws -> Void) throws {
@@ -41,9 +41,10 @@ struct MigrationTests {
                 let events = try store.logEntries().count
                 #expect(try store.importValues(from: defaults, names: names) == 0, "a second run adds nothing")
                 #expect(try store.logEntries().count == events)
+                // The store holds the key now: a changed legacy value never overwrites it.
                 defaults.set(43, forKey: "launches")
-                #expect(try store.importValues(from: defaults, names: names) == 1, "only what changed")
-                #expect(store[Key<Int>("launches", default: 0)] == 43)
+                #expect(try store.importValues(from: defaults, names: names) == 0)
+                #expect(store[Key<Int>("launches", default: 0)] == 42)
             }
         }
     }
@@ -158,8 +159,8 @@ struct MigrationTests {
     @Test func renameReplicatesAndConcurrentRenamesConverge() async throws {
         try await withStores(3) { stores in
             let (a, b, c) = (stores[0], stores[1], stores[2])
-            let colour = Key<String?>("settings.colour")
-            let color = Key<String?>("settings.color")
+            let colour = Key<String?>("settings.colour", sync: .manual)
+            let color = Key<String?>("settings.color", sync: .manual)
             a[colour] = "teal"
             try await Replicator(store: a, peers: [.store(b), .store(c)]).sync()
             #expect(b[colour] == "teal")
@@ -184,6 +185,108 @@ struct MigrationTests {
             #expect(try store.value(for: new) == "s3cret")
             #expect(try store.value(for: old) == nil)
             #expect(try store.verify().isSound)
+        }
+    }
+
+    @Test func aReRunImportNeverOverwritesWhatTheUserChanged() throws {
+        try withDefaultsSuite { defaults in
+            defaults.set("light", forKey: "theme")
+            defaults.set("old", forKey: "settings.colour")
+            try withTemporaryStore { store, _ throws in
+                let theme = Key<String>("theme", default: "system")
+                func launch() throws {
+                    try store.importValues(from: defaults, keys: [theme, Key<String>("settings.colour", default: "")])
+                    try store.renameKey(from: "settings.colour", to: "settings.color")
+                }
+                try launch()
+                #expect(store[theme] == "light")
+                try store.set("dark", for: theme)
+                try store.set("new", for: Key<String>("settings.color", default: ""))
+                let events = try store.logEntries().count
+                for _ in 0..<3 { try launch() }  // every later launch
+                #expect(try store.logEntries().count == events, "a re-run added events")
+                #expect(store[theme] == "dark")
+                #expect(store[Key<String>("settings.color", default: "")] == "new")
+            }
+        }
+    }
+
+    @Test func importedValuesLoseToChangesMadeAnywhere() async throws {
+        let name = "chronicle.tests.\(UUID().uuidString)"
+        let defaults = try #require(UserDefaults(suiteName: name))
+        defer { defaults.removePersistentDomain(forName: name) }
+        defaults.set("light", forKey: "theme")
+        defaults.set("old", forKey: "settings.colour")
+        let theme = Key<String>("theme", default: "system", sync: .manual)
+        let color = Key<String>("settings.color", default: "", sync: .manual)
+        let keys: [Keys] = [theme, Key<String>("settings.colour", default: "", sync: .manual)]
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            try a.importValues(from: defaults, keys: keys)
+            try a.renameKey(from: "settings.colour", to: "settings.color")
+            try a.set("dark", for: theme)  // the user, on device A
+            try a.set("blue", for: color)
+            // Device B's first launch, before it ever synced: its own (same) legacy values.
+            try b.importValues(from: defaults, keys: keys)
+            try b.renameKey(from: "settings.colour", to: "settings.color")
+            #expect(b[theme] == "light")
+            try await Replicator(store: a, peers: [.store(b)]).sync()
+            for store in [a, b] {
+                #expect(store[theme] == "dark")
+                #expect(store[color] == "blue")
+            }
+        }
+    }
+
+    @Test func importsTakeTheKeysPolicyAndUnsyncedKeysStayHome() async throws {
+        let name = "chronicle.tests.\(UUID().uuidString)"
+        let defaults = try #require(UserDefaults(suiteName: name))
+        defer { defaults.removePersistentDomain(forName: name) }
+        defaults.set(7, forKey: "local.count")
+        defaults.set(8, forKey: "by.name")
+        try await withStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            let local = Key<Int>("local.count", default: 0)  // no policy: stays on its device
+            try a.importValues(from: defaults, keys: [local])
+            try a.importValues(from: defaults, names: ["by.name"])
+            try a.set(1, for: Key<Int>("declared.plainly", default: 0))
+            try a.setValue(fromText: "from the tool", forKeyNamed: "tool.key")
+            #expect(try a.logEntries().allSatisfy { $0.policy == .never })
+            let report = try await Replicator(store: a, peers: [.store(b)]).sync()
+            #expect(report.sent == 0)
+            #expect(try b.logEntries().isEmpty)
+        }
+    }
+
+    @Test func aMigrationStepRunsOncePerStoreAndIsRecorded() throws {
+        try withTemporaryStore { store, directory throws in
+            var runs = 0
+            #expect(try store.migrate("2026-11-first") { _ in runs += 1 })
+            #expect(try !store.migrate("2026-11-first") { _ in runs += 1 })
+            let reopened = try Store(directory: directory)
+            #expect(try !reopened.migrate("2026-11-first") { _ in runs += 1 })
+            #expect(runs == 1)
+            #expect(try store.migrationDate("2026-11-first") != nil)
+            #expect(try store.logEntries().contains { $0.key == "chronicle.migrations.2026-11-first" && $0.policy == .never })
+            // A step that throws is not recorded: it runs again.
+            struct Interrupted: Error {}
+            #expect(throws: Interrupted.self) { try store.migrate("2026-11-second") { _ in throw Interrupted() } }
+            #expect(try store.migrate("2026-11-second") { _ in runs += 1 })
+            #expect(runs == 2)
+            #expect(throws: ChronicleError.self) { try store.migrate("") { _ in } }
+        }
+    }
+
+    @Test func codableValuesThatDefaultsWroteAsJSONStringsRead() throws {
+        try withDefaultsSuite { defaults in
+            let profile = Profile(name: "Ada", tags: ["x"], scores: ["a": 1], nested: .init(on: true))
+            let json = String(decoding: try JSONEncoder().encode(profile), as: UTF8.self)
+            defaults.set(json, forKey: "user.profile")  // sindresorhus/Defaults' layout
+            try withTemporaryStore { store, _ throws in
+                try store.importValues(from: defaults, keys: [Keys.profile])
+                #expect(store[Keys.profile] == profile)
+                #expect(try store.value(for: Key<String>("user.profile", default: "")) == json)  // still a string to a String key
+            }
         }
     }
 }

@@ -10,14 +10,14 @@ struct ObservationTests {
     /// A `Set` encodes its elements in varying order: observers used to hear an equal set again.
     @Test func anEqualSetIsNotHeardAgain() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let tags = Key<Set<Int>>("tags", default: [])
+            let tags = Key<Set<Int>>("tags", default: [], sync: .automaticSmall)
             let updates = store.updates(of: tags)
             let small = Set(1...40)
             var large = Set<Int>(minimumCapacity: 4_096)  // the same elements, another iteration order
             for n in (1...40).reversed() { large.insert(n) }
             try store.set(small, for: tags)
             try store.set(large, for: tags)
-            store[Key<Int>("other", default: 0)] = 1  // other keys' commits wake nothing here
+            store[Key<Int>("other", default: 0, sync: .automaticSmall)] = 1  // other keys' commits wake nothing here
             try store.set([7], for: tags)
             let heard = await collect(updates) { $0.last == [7] }
             #expect(heard == [[], small, [7]])
@@ -74,7 +74,7 @@ struct ObservationTests {
     /// hears every value, in the order of the key's history (observers used to hear 72–84).
     @Test func observersHearEveryValueOfConcurrentWriters() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let key = Key<Int>("concurrent", default: 0)
+            let key = Key<Int>("concurrent", default: 0, sync: .automaticSmall)
             let streams = (0..<5).map { _ in store.updates(of: key) }
             let writers = (1...100).map { value in
                 Task.detached {

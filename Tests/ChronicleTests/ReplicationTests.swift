@@ -27,7 +27,7 @@ func eventAhead(of store: Store, by milliseconds: UInt64, value: String) throws 
 
 extension Keys {
     static let note = Key<String>("sync.note", default: "", sync: .manual)
-    static let small = Key<String>("sync.small", default: "")
+    static let small = Key<String>("sync.small", default: "", sync: .automaticSmall)
     static let deviceOnly = Key<String>("sync.device", default: "", sync: .never)
 }
 
@@ -135,7 +135,7 @@ struct ReplicationTests {
                 await #expect(throws: ChronicleError.self) { try await Replicator(store: a, peers: [flaky], configuration: small).sync() }
             }
             try await Replicator(store: a, peers: [.store(b)]).sync()
-            #expect(b[Key<Int>("bulk.699", default: -1)] == 699)
+            #expect(b[Key<Int>("bulk.699", default: -1, sync: .automaticSmall)] == 699)
             #expect(try b.logEntries().count == 700)  // no duplicates after re-sent batches
             #expect(try b.verify().isSound)
         }
@@ -294,7 +294,7 @@ struct ReplicationTests {
             configuration.pullInterval = .milliseconds(200)
             let replicator = Replicator(store: a, peers: [.store(b)], configuration: configuration)
             await replicator.start()
-            let big = Key<String>("sync.big", default: "")
+            let big = Key<String>("sync.big", default: "", sync: .automaticSmall)
             a[big] = String(repeating: "x", count: 4096)
             a[.note] = "manual"
             a[.small] = "small"

@@ -43,13 +43,13 @@ struct Review15Tests {
     /// skipped until the log grows past it.
     @Test func aLiveChangeStreamHearsCommitsAfterACompaction() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let counter = Key<Int>("counter", default: 0)
+            let counter = Key<Int>("counter", default: 0, sync: .automaticSmall)
             for i in 1...50 { try store.set(i, for: counter) }
             let stream = store.changes(after: 0)
             let heard = Task { await gather(stream, seconds: 5) { $0.contains { $0.key == "after" } } }
             try await Task.sleep(for: .milliseconds(300))  // the stream has read all 50 and waits
             #expect(try store.compact().dropped == 49)
-            try store.set("new", for: Key<String>("after", default: ""))
+            try store.set("new", for: Key<String>("after", default: "", sync: .automaticSmall))
             let values = await heard.value
             #expect(values.contains { $0.key == "after" }, "the stream missed the event committed after the compaction")
         }
@@ -61,7 +61,7 @@ struct Review15Tests {
     /// write of the old name landing in between is removed and never carried over (lost).
     @Test func renameNeverLosesAConcurrentWriteOfTheOldName() async throws {
         try await withTemporaryStore { store, _ async throws in
-            let old = Key<Int?>("old")
+            let old = Key<Int?>("old", sync: .automaticSmall)
             let stop = Atomic<Bool>(false)
             store[old] = 0
             let writer = Thread {
@@ -106,7 +106,7 @@ struct Review15Tests {
             let list: [Any] = [Date(timeIntervalSinceReferenceDate: .infinity), Date(timeIntervalSinceReferenceDate: 5)]
             try PropertyListSerialization.data(fromPropertyList: ["dates": list], format: .binary, options: 0).write(to: file)
             #expect(try store.importPropertyList(at: file) == 1)
-            #expect(store[Key<[Date]>("dates", default: [])] == list as? [Date])
+            #expect(store[Key<[Date]>("dates", default: [], sync: .automaticSmall)] == list as? [Date])
         }
     }
 
@@ -121,7 +121,7 @@ struct Review15Tests {
             defaults.set("dark", forKey: "theme")
             try withTemporaryStore { store, _ throws in
                 #expect(try store.importValues(from: defaults, names: ["launches", "theme"]) == 1)
-                #expect(!store.hasValue(for: Key<Int>("launches", default: 0)), "a registered default is no user value")
+                #expect(!store.hasValue(for: Key<Int>("launches", default: 0, sync: .automaticSmall)), "a registered default is no user value")
             }
         }
     }
@@ -134,7 +134,7 @@ struct Review15Tests {
     @Test(arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, 1e12])
     func extremeDatesPrintAndSetBack(interval: Double) throws {
         try withTemporaryStore { store, _ throws in
-            let key = Key<Date?>("when")
+            let key = Key<Date?>("when", sync: .automaticSmall)
             try store.set(Date(timeIntervalSinceReferenceDate: interval), for: key)
             let printed = try #require(try store.currentValueJSON(forKeyNamed: key.name))
             #expect(try store.logEntries().last?.valueJSON == printed)
@@ -149,7 +149,7 @@ struct Review15Tests {
     @Test func projectingTheStreamInOrderGivesTheStoresValues() async throws {
         try await withStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
-            let key = Key<String>("theme.name", default: "")
+            let key = Key<String>("theme.name", default: "", sync: .automaticSmall)
             try a.set("older", for: key)
             try await Task.sleep(for: .milliseconds(5))
             try b.set("newer", for: key)

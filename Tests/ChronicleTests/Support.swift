@@ -65,10 +65,10 @@ struct Profile: Codable, Sendable, Equatable {
 }
 
 extension Keys {
-    static let theme = Key<Theme>("settings.theme", default: .system)
+    static let theme = Key<Theme>("settings.theme", default: .system, sync: .automaticSmall)
     static let launches = Key<Int>("stats.launches", default: 0, sync: .never)
     static let draft = Key<String?>("editor.draft", sync: .manual)
-    static let profile = Key<Profile?>("user.profile")
+    static let profile = Key<Profile?>("user.profile", sync: .automaticSmall)
 }
 
 /// Runs `body` with a tmpfs of `size` mounted on a fresh directory, then unmounts it; returns

@@ -7,7 +7,8 @@ struct ToolTests {
     /// A store with a known history, made through the tool itself.
     func fixture(_ directory: URL) async throws {
         for arguments in [
-            ["set", "settings.theme", "dark"], ["set", "stats.launches", "3"], ["set", "user.profile", #"{"name":"Ada","tags":["x"]}"#],
+            ["set", "settings.theme", "dark", "--sync", "automaticSmall"], ["set", "stats.launches", "3", "--sync", "automaticSmall"],
+            ["set", "user.profile", #"{"name":"Ada","tags":["x"]}"#, "--sync", "automaticSmall"],
             ["set", "settings.theme", "light"], ["rm", "stats.launches"],
         ] {
             let result = try await runChronicle(arguments + ["--store", directory.path])
@@ -94,7 +95,7 @@ struct ToolTests {
             #expect(past.stdout.contains("dark"))
             let launches = try await runChronicle(["get", "stats.launches", "--store", into.path])
             #expect(launches.stdout.contains("3"))
-            #expect(store[Key<String>("settings.theme", default: "")] == "light")  // the original is untouched
+            #expect(store[Key<String>("settings.theme", default: "", sync: .automaticSmall)] == "light")  // the original is untouched
             let copy = try Store(directory: into)
             #expect(try copy.replicaID != store.replicaID)
             #expect(try copy.logEntries().map(\.origin).allSatisfy { $0 == (try store.replicaID) })
@@ -116,8 +117,8 @@ struct ToolTests {
                 let imported = try await runChronicle(["import", file.path, "--store", otherDirectory.path])
                 #expect(imported.status == 0, "\(imported.stderr)")
                 #expect(imported.stdout.contains("applied 3"))
-                #expect(other[Key<Int>("stats.launches", default: 0)] == 3)
-                #expect(other[Key<String>("settings.theme", default: "")] == "light")
+                #expect(other[Key<Int>("stats.launches", default: 0, sync: .automaticSmall)] == 3)
+                #expect(other[Key<String>("settings.theme", default: "", sync: .automaticSmall)] == "light")
                 #expect(try await runChronicle(["import", file.path, "--store", otherDirectory.path]).stdout.contains("duplicates 3"))
                 try Data("garbage".utf8).write(to: file)
                 let bad = try await runChronicle(["import", file.path, "--store", otherDirectory.path])
@@ -174,7 +175,7 @@ struct ToolTests {
             // A value from standard input: never in `ps` or the shell history.
             let set = try await runChronicle(["set", "api.note", "-", "--store", directory.path], input: "from stdin\n")
             #expect(set.status == 0, "\(set.stderr)")
-            #expect(store[Key<String>("api.note", default: "")] == "from stdin")
+            #expect(store[Key<String>("api.note", default: "", sync: .automaticSmall)] == "from stdin")
         }
         try await withTemporaryStore(configuration: passphraseConfiguration("right")) { store, directory async throws in
             try store.set("x", for: .apiToken)
@@ -189,8 +190,8 @@ struct ToolTests {
         try await withStores(2) { stores in
             let (peer, local) = (stores[0], stores[1])
             let evilName = "evil\u{1B}[2J\u{9B}31m"
-            peer[Key<String>(evilName, default: "")] = "x\u{9B}1m\u{1B}]0;pwned\u{07}"
-            peer[Key<Int>("sync.json", default: 0)] = 1
+            peer[Key<String>(evilName, default: "", sync: .automaticSmall)] = "x\u{9B}1m\u{1B}]0;pwned\u{07}"
+            peer[Key<Int>("sync.json", default: 0, sync: .automaticSmall)] = 1
             var range = try EventRange(decoding: Array(try peer.exportRange(after: 0)))
             range.events[1].encoding = ValueEncoding.json.rawValue
             range.events[1].payload = Array("1\n{\"sequence\":999,\"key\":\"fake\"}".utf8)

@@ -38,7 +38,7 @@ final class LoopbackServers: Sendable {
     let writers = try (0..<devices).map { index -> Store in
         let store = try Store(directory: directory("writer-\(index)"))
         try store.write { batch in
-            for i in 0..<eventsPerDevice { batch[Key<Int>("bench.hub.d\(index).k\(i)", default: 0)] = i }
+            for i in 0..<eventsPerDevice { batch[Key<Int>("bench.hub.d\(index).k\(i)", default: 0, sync: .automaticSmall)] = i }
         }
         return store
     }
@@ -87,7 +87,7 @@ final class LoopbackServers: Sendable {
     await first.start()
     await second.start()
     defer { Task { await first.stop(); await second.stop() } }
-    let key = Key<Int>("bench.hub.latency", default: -1)
+    let key = Key<Int>("bench.hub.latency", default: -1, sync: .automaticSmall)
     var updates = b.updates(of: key).makeAsyncIterator()
     _ = await updates.next()
     try await Task.sleep(for: .milliseconds(500))

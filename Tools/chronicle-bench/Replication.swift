@@ -25,7 +25,7 @@ struct ReplicationSource {
     var written = 0
     while written < count {
         let batch = min(10_000, count - written)
-        try source.write { b in for i in 0..<batch { b[Key<Int>("bench.sync\(written + i)", default: 0)] = i } }
+        try source.write { b in for i in 0..<batch { b[Key<Int>("bench.sync\(written + i)", default: 0, sync: .automaticSmall)] = i } }
         written += batch
     }
     let server = ChronicleServer(store: source, token: "bench")
@@ -83,7 +83,7 @@ do {
     // A durable set that authenticates its event, against the same set unauthenticated.
     let plainStore = try Store(directory: scratch.directory("auth-plain"))
     let memberStore = try Store(directory: scratch.directory("auth-member"), configuration: .init(keySource: .keyFile(try groupKeyFile())))
-    let key = Key<Int>("bench.auth", default: 0)
+    let key = Key<Int>("bench.auth", default: 0, sync: .automaticSmall)
     // Interleaved rounds of 100 sets each: fsync times drift more between seconds than the MAC costs.
     var unauthenticated: [Double] = [], authenticated: [Double] = []
     for _ in 0..<(smoke ? 1 : 6) {

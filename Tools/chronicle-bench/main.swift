@@ -22,7 +22,7 @@ if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.c
     var written = 0
     while written < events {
         let batch = min(10_000, events - written)
-        try store.write { b in for i in 0..<batch { b[Key<Int>("bench.p\((written + i) % 5_000)", default: 0)] = i } }
+        try store.write { b in for i in 0..<batch { b[Key<Int>("bench.p\((written + i) % 5_000)", default: 0, sync: .automaticSmall)] = i } }
         written += batch
     }
     let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
@@ -35,7 +35,7 @@ if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.c
 if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.contains(index + 1), let reads = Int(arguments[index + 1]) {
     let profileScratch = Scratch()
     let store = try Store(directory: profileScratch.directory("reads"))
-    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0) }
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0, sync: .automaticSmall) }
     try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
     var sum = 0
     for i in 0..<reads { sum &+= store[keys[i & 63]] }
@@ -56,7 +56,7 @@ if let index = arguments.firstIndex(of: "--profile-import"), arguments.indices.c
     /// A source of `events` writes, and the configuration of the targets that import from it.
     func source(_ mode: String) throws -> (Store, Store.Configuration) {
         let store = try Store(directory: profileScratch.directory("source-\(mode)"), configuration: mode == "plain" ? .init() : member)
-        try store.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0)] = i } }
+        try store.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0, sync: .automaticSmall)] = i } }
         return (store, mode == "member" ? member : .init())
     }
     var batches = Replicator.Configuration()
@@ -169,7 +169,7 @@ do {
     let store = try Store(directory: scratch.directory("durable"))
     let raw = RawLMDB(path: scratch.directory("raw-durable").path)
     let count = n(1_000)
-    let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0) }
+    let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
     let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
     let limit = measure("raw put", count: count, warmup: 5) { i in raw.put(key(i % 64), value8) }
     let pair = measure("raw event+view", count: count, warmup: 5) { i in raw.put(key(i % 64), value8, alsoView: true) }
@@ -177,7 +177,7 @@ do {
     report.compare("durable set (1 event per commit)", ours, limit, peerName: "raw LMDB put", target: "≤ 1.5×")
     report.compare("durable set vs raw event+view pair", ours, pair, peerName: "raw LMDB 2 puts", target: "info")
 
-    let batchKeys = (0..<1000).map { Key<Int>("bench.batch\($0)", default: 0) }
+    let batchKeys = (0..<1000).map { Key<Int>("bench.batch\($0)", default: 0, sync: .automaticSmall) }
     let batches = n(30)
     let batch = try measure("batch", count: batches) { round in
         try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } }
@@ -216,7 +216,7 @@ do {
     // The same durable set, first with no observer, then with 100 live `updates(of:)` observers
     // of the key being written (each hears every change): the writer must not pay for them.
     let store = try Store(directory: scratch.directory("observed"))
-    let observed = Key<Int>("bench.observed", default: 0)
+    let observed = Key<Int>("bench.observed", default: 0, sync: .automaticSmall)
     let count = n(600)
     let bare = try measure("set, no observers", count: count, warmup: 5) { i in try store.set(i, for: observed) }
     let heard = Counter()
@@ -249,7 +249,7 @@ for synchronous in ["FULL", "NORMAL"] {
             try db.execute(sql: "CREATE TABLE kv (key TEXT PRIMARY KEY, value BLOB)")
         }
         let store = try Store(directory: scratch.directory("vs-grdb-\(synchronous)"), configuration: .init(durability: synchronous == "FULL" ? .durable : .noMetaSync))
-        let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0) }
+        let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
         let count = n(400)
         let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
         let theirs = try measure("grdb", count: count, warmup: 5) { i in
@@ -276,7 +276,7 @@ for synchronous in ["FULL", "NORMAL"] {
 do {
     let store = try Store(directory: scratch.directory("reads"))
     let raw = RawLMDB(path: scratch.directory("raw-reads").path)
-    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0) }
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0, sync: .automaticSmall) }
     try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
     for i in 0..<64 { raw.put(key(i), value8) }
     let defaults = makeDefaults()
@@ -303,10 +303,10 @@ do {
         var offset = 0
         while offset < keyCount {
             let end = min(keyCount, offset + 10_000)
-            try store.write { b in for i in offset..<end { b[Key<Int>("bench.many\(i)", default: 0)] = i } }
+            try store.write { b in for i in offset..<end { b[Key<Int>("bench.many\(i)", default: 0, sync: .automaticSmall)] = i } }
             offset = end
         }
-        let ours = try measure("set", count: n(200), warmup: 3) { i in try store.set(i, for: Key<Int>("bench.many\((i * 7919) % keyCount)", default: 0)) }
+        let ours = try measure("set", count: n(200), warmup: 3) { i in try store.set(i, for: Key<Int>("bench.many\((i * 7919) % keyCount)", default: 0, sync: .automaticSmall)) }
         var line = "\(keyCount) keys: Chronicle \(format(ours.nanosecondsPerOperation))"
         if keyCount <= 10_000 {
             let defaults = makeDefaults()
@@ -337,7 +337,7 @@ do {
         configuration: .init(keySource: .keyFile(keyFile), durability: .noSync(flushInterval: .seconds(3600))))
     for size in [64, 1024, 100 * 1024] {
         let payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
-        let plain = Key<Data>("bench.plain.\(size)", default: Data())
+        let plain = Key<Data>("bench.plain.\(size)", default: Data(), sync: .automaticSmall)
         let secret = SecretKey<Data>("bench.secret.\(size)", default: Data())
         let count = n(size > 10_000 ? 500 : 3_000)
         let plainSet = try measure("plain", count: count, warmup: 10) { _ in try store.set(payload, for: plain) }
@@ -367,7 +367,7 @@ do {
         var written = 0
         while written < events {
             let batch = min(10_000, events - written)
-            try store.write { b in for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0)] = written + i } }
+            try store.write { b in for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0, sync: .automaticSmall)] = written + i } }
             written += batch
         }
         let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
@@ -379,7 +379,7 @@ do {
     let start = clock.now
     let reopened = try Store(directory: directory)
     let openTime = clock.now - start
-    _ = reopened[Key<Int>("bench.m1", default: 0)]
+    _ = reopened[Key<Int>("bench.m1", default: 0, sync: .automaticSmall)]
     let after = residentBytes()
     report.single("open a store of \(events) events", format(Double(openTime.components.attoseconds) / 1e9 + Double(openTime.components.seconds) * 1e9),
                   "target < 20 ms; resident memory +\((after - before) / 1024) KiB after open and a read")

@@ -23,6 +23,11 @@ public struct HLC: Sendable, Hashable, Comparable, CustomStringConvertible {
         return HLC(rawValue: max(previous.rawValue &+ 1, physical))
     }
 
+    /// The reading of an imported value (UserDefaults, a property list): before every reading a
+    /// clock gives (0 ms, logical 1), so an import loses to every change made anywhere in the
+    /// sync group, whenever it meets it. Two imports of one key compare by writer, as usual.
+    public static let imported = HLC(rawValue: 1)
+
     public static func < (lhs: HLC, rhs: HLC) -> Bool { lhs.rawValue < rhs.rawValue }
 
     public var description: String { "\(milliseconds).\(logical)" }

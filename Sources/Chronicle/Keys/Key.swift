@@ -4,6 +4,7 @@
 /// extension Keys {
 ///     static let theme = Key<Theme>("settings.theme", default: .system)
 ///     static let draft = Key<String?>("editor.draft", sync: .manual)   // defaults to nil
+///     static let layout = Key<String>("ui.layout", default: "grid")      // stays on this device
 /// }
 /// ```
 public final class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
@@ -14,15 +15,16 @@ public final class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  
     /// - Parameters:
     ///   - name: The key's name in the store (1 to 255 UTF-8 bytes; checked on first use).
     ///   - defaultValue: The value read while the key has no value. Reading it writes nothing.
-    ///   - sync: Which devices the key's changes travel to. Default: ``SyncPolicy/automaticSmall``.
+    ///   - sync: Which devices the key's changes travel to. Default: ``SyncPolicy/never``: a key
+    ///     stays on its device unless it says otherwise (syncing is opt-in, per key).
     ///   - formerNames: Names the key had before a rename; their values are read until the key is set.
-    public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .automaticSmall, formerNames: [String] = []) {
+    public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .never, formerNames: [String] = []) {
         self.defaultValue = defaultValue
         super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)
     }
 
     /// Declares a key whose value is optional; it reads `nil` until set.
-    public init<Wrapped>(_ name: String, sync: SyncPolicy = .automaticSmall, formerNames: [String] = [])
+    public init<Wrapped>(_ name: String, sync: SyncPolicy = .never, formerNames: [String] = [])
     where Value == Wrapped? {
         self.defaultValue = nil
         super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)

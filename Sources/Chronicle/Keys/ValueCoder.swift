@@ -67,7 +67,13 @@ enum ValueCoder {
         if let optional = V.self as? any OptionalCodable.Type {
             decoded = try optional.decodeWrapped(encoding, payload)
         } else {
-            decoded = try decodePrimitive(V.self, encoding: encoding, payload: payload)
+            do {
+                decoded = try decodePrimitive(V.self, encoding: encoding, payload: payload)
+            } catch where encoding == .string && payload.first.map({ $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[") }) == true {
+                // JSON held as a string: what sindresorhus/Defaults writes to UserDefaults for a
+                // `Codable` value (and so what an import of its domain brings in).
+                return try jsonDecoder().decode(V.self, from: Data(payload))
+            }
         }
         guard let value = decoded as? V else {
             throw DecodeFailure(description: "decoded \(Swift.type(of: decoded)), expected \(V.self)")

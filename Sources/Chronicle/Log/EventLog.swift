@@ -263,9 +263,15 @@ final class EventLog: Sendable {
                 guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
                 counter += 1
             }
-            head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
+            let hlc: HLC
+            if let stamp = change.stamp {
+                hlc = stamp  // an import or a rename: its own time, which moves no clock
+            } else {
+                head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
+                hlc = head.hlc
+            }
             var event = Event(
-                origin: writer, counter: counter, replica: replica, hlc: head.hlc, domain: change.domain, op: change.op,
+                origin: writer, counter: counter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
             if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }

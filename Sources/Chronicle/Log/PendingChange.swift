@@ -22,6 +22,10 @@ struct PendingChange: Sendable {
     /// this order (`.some(nil)`: no entry): a read-then-write (a rename) commits only if nothing
     /// landed in between.
     var expectedOrder: ConflictOrder?? = nil
+    /// The event's clock reading when it must not be the clock's next: an imported value is
+    /// stamped ``HLC/imported`` (it loses to every change made with a clock), a renamed value
+    /// keeps its original time.
+    var stamp: HLC? = nil
 }
 
 /// The entry a read-then-write read changed before its commit (see `PendingChange.expectedOrder`).

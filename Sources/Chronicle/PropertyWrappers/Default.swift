@@ -31,7 +31,7 @@ public struct Default<Value: Codable & Sendable>: Sendable {
     }
 
     /// Binds the property to a key named in place; the initial value is its default.
-    public init(wrappedValue: Value, _ name: String, sync: SyncPolicy = .automaticSmall, store: Store = .standard) {
+    public init(wrappedValue: Value, _ name: String, sync: SyncPolicy = .never, store: Store = .standard) {
         self.init(Key(name, default: wrappedValue, sync: sync), store: store)
     }
 

@@ -32,7 +32,8 @@ extension Store {
     /// Whatever ``currentValueJSON(forKeyNamed:)`` returns sets the same value back.
     /// - Parameters:
     ///   - kind: the type to store; `nil` guesses from the text as above.
-    ///   - policy: the sync policy; default: the key's current policy, else `.automaticSmall`.
+    ///   - policy: the sync policy; default: the key's current policy, else ``SyncPolicy/never``.
+    ///     A tool never widens a key's policy by accident: a wider one must be asked for.
     public func setValue(
         fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil
     ) throws(ChronicleError) {
@@ -43,7 +44,7 @@ extension Store {
             throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
         }
         let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
-        let key = Keys(name: name, domain: .defaults, sync: policy ?? existing?.policy ?? .automaticSmall, formerNames: [])
+        let key = Keys(name: name, domain: .defaults, sync: policy ?? existing?.policy ?? .never, formerNames: [])
         try commit([
             PendingChange(
                 domain: .defaults, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
@@ -55,6 +56,6 @@ extension Store {
     public func removeValue(forKeyNamed name: String) throws(ChronicleError) {
         try Keys.validate(name: name)
         let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
-        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing?.policy ?? .automaticSmall, formerNames: []))])
+        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing?.policy ?? .never, formerNames: []))])
     }
 }

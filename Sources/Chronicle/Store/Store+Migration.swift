@@ -6,33 +6,58 @@ extension Store {
     ///
     /// Each value becomes what a typed key of the matching type reads: a flag a `Key<Bool>`, a
     /// number a `Key<Int>` or `Key<Double>`, a string, date, data or URL its key, an array or a
-    /// dictionary a `Key<[…]>` or `Key<[String: …]>` (JSON). Names `defaults` has no value for
-    /// are skipped, and so are values the store already holds: a second run adds nothing.
+    /// dictionary a `Key<[…]>` or `Key<[String: …]>` (JSON), and a JSON string (what
+    /// sindresorhus/Defaults writes for a `Codable` value) a `Key<YourType>`.
+    ///
+    /// An import never wins over the user: it fills only keys this store has never held (a key
+    /// set or removed since, here or by a replica this store synced with, is left alone), and
+    /// its events carry the clock reading ``HLC/imported``, earlier than any change, so where an
+    /// import meets a real change of the same key on another device, the change wins. Running
+    /// the same import at every launch, or on every device of a sync group, changes nothing.
     ///
     /// ```swift
     /// let imported = try store.importValues(from: .standard, names: ["theme", "launches"])
     /// ```
-    /// - Parameters:
+    ///
     /// Values the app registered with `register(defaults:)` are not the user's: they are skipped
     /// where Foundation exposes the registration domain (Apple platforms). On Linux it does not:
     /// import before registering defaults there.
-    ///
-    ///   - policy: the sync policy of the imported keys; default: a key's current policy, else `.automaticSmall`.
+    /// - Parameters:
+    ///   - defaults: Where the values are.
+    ///   - names: The names to import (each becomes a key of the same name).
+    ///   - policy: The sync policy of the imported keys; default ``SyncPolicy/never``. Prefer
+    ///     ``importValues(from:keys:)``, which takes each key's own policy.
     /// - Returns: the number of events written.
     /// - Throws: ``ChronicleError/invalidKeyName(_:reason:)`` or ``ChronicleError/invalidArgument(_:)``
     ///   (a value a property list cannot hold) before anything is written.
     @discardableResult
     public func importValues(
-        from defaults: UserDefaults, names: [String], policy: SyncPolicy? = nil
+        from defaults: UserDefaults, names: [String], policy: SyncPolicy = .never
     ) throws(ChronicleError) -> Int {
+        try importValues(from: defaults, names: names.map { ($0, policy) })
+    }
+
+    /// Imports the values the keys' names hold in `defaults`, like
+    /// ``importValues(from:names:policy:)``, each with its key's sync policy.
+    ///
+    /// ```swift
+    /// try store.importValues(from: .standard, keys: [Keys.theme, Keys.launches])
+    /// ```
+    /// - Returns: the number of events written.
+    @discardableResult
+    public func importValues(from defaults: UserDefaults, keys: [Keys]) throws(ChronicleError) -> Int {
+        try importValues(from: defaults, names: keys.filter { $0.domain == .defaults }.map { ($0.name, $0.sync) })
+    }
+
+    private func importValues(from defaults: UserDefaults, names: [(String, SyncPolicy)]) throws(ChronicleError) -> Int {
         let registered = defaults.volatileDomain(forName: UserDefaults.registrationDomain)
-        var values: [(String, Any)] = []
-        for name in names {
+        var values: [(String, Any, SyncPolicy)] = []
+        for (name, policy) in names {
             guard let value = defaults.object(forKey: name) else { continue }
             if let registeredValue = registered[name], defaults.isRegisteredDefault(value, registered: registeredValue) { continue }
-            values.append((name, value))
+            values.append((name, value, policy))
         }
-        return try importValues(values, policy: policy)
+        return try importValues(values)
     }
 
     /// Imports the top-level values of a property list file (XML or binary, as UserDefaults
@@ -45,13 +70,13 @@ extension Store {
     /// ```
     /// - Parameters:
     ///   - names: the keys to import; `nil` imports every top-level key.
-    ///   - policy: the sync policy of the imported keys; default: a key's current policy, else `.automaticSmall`.
+    ///   - policy: the sync policy of the imported keys; default ``SyncPolicy/never``.
     /// - Returns: the number of events written.
     /// - Throws: ``ChronicleError/io(path:reason:)`` when the file cannot be read,
     ///   ``ChronicleError/malformedInput(_:)`` when it is not a property list with a dictionary
     ///   at the top, and the errors of ``importValues(from:names:policy:)``.
     @discardableResult
-    public func importPropertyList(at url: URL, names: [String]? = nil, policy: SyncPolicy? = nil) throws(ChronicleError) -> Int {
+    public func importPropertyList(at url: URL, names: [String]? = nil, policy: SyncPolicy = .never) throws(ChronicleError) -> Int {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw .io(path: url.path, reason: "cannot read the property list (\(ValueCoder.describe(error)))")
@@ -63,15 +88,31 @@ extension Store {
         guard let dictionary = PropertyListValue.dictionary(object) else {
             throw .malformedInput("\(url.lastPathComponent) does not hold a dictionary at its top level")
         }
-        let selected = names.map { names in names.compactMap { name in dictionary[name].map { (name, $0) } } }
-            ?? dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        return try importValues(selected, policy: policy)
+        let selected = names.map { names in names.compactMap { name in dictionary[name].map { (name, $0, policy) } } }
+            ?? dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value, policy) }
+        return try importValues(selected)
     }
 
-    private func importValues(_ values: [(String, Any)], policy: SyncPolicy?) throws(ChronicleError) -> Int {
+    private func importValues(_ values: [(String, Any, SyncPolicy)]) throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
+        for _ in 0..<64 {
+            let changes = try importChanges(values, eventLog)
+            do {
+                if !changes.isEmpty { _ = try eventLog.commit(try prepared(changes)) }
+                return changes.count
+            } catch is StaleRead {
+                continue  // a key was written between the check and the commit: it is held now
+            } catch {
+                throw ChronicleError.wrap(error)
+            }
+        }
+        throw .storeUnavailable(reason: "the imported keys kept changing during the import; try again")
+    }
+
+    /// The set events of an import: the values of keys this store has never held.
+    private func importChanges(_ values: [(String, Any, SyncPolicy)], _ eventLog: EventLog) throws(ChronicleError) -> [PendingChange] {
         var changes: [PendingChange] = []
-        for (name, value) in values {
+        for (name, value, policy) in values {
             try Keys.validate(name: name)
             guard let (encoding, payload) = PropertyListValue.encode(value) else {
                 throw .invalidArgument("the value of \(name) is not a property list value (\(type(of: value)))")
@@ -79,19 +120,16 @@ extension Store {
             guard payload.count <= configuration.maxValueSize else {
                 throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
             }
-            let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
-            if let entry = existing, entry.op == .set, entry.encoding == encoding.rawValue,
-                try openPayload(entry, key: Keys(name: name, domain: .defaults, sync: entry.policy, formerNames: [])) == payload
-            {
-                continue  // imported before (or set to the same value since): nothing to add
-            }
-            changes.append(
-                PendingChange(
-                    domain: .defaults, key: name, policy: policy ?? existing?.policy ?? .automaticSmall, op: .set, encoding: encoding.rawValue, payload: payload,
-                    sealer: try sealer(for: .defaults)))
+            // Held here before (imported, set or removed): an import never overwrites the user.
+            guard try mappingErrors({ try eventLog.entry(.defaults, name) }) == nil else { continue }
+            var change = PendingChange(
+                domain: .defaults, key: name, policy: policy, op: .set, encoding: encoding.rawValue, payload: payload,
+                sealer: try sealer(for: .defaults))
+            change.stamp = .imported
+            change.expectedOrder = .some(nil)  // still never held when it commits (another process, an import of a peer's range)
+            changes.append(change)
         }
-        try commit(changes)
-        return changes.count
+        return changes
     }
 
     /// Renames a key as events: a set of the new name to the old name's value and a remove of
@@ -123,10 +161,15 @@ extension Store {
                     let oldKey = Keys(name: oldName, domain: domain, sync: old.entry.policy, formerNames: [])
                     var changes: [PendingChange] = []
                     if !Self.isNewer(target, than: old) {
+                        // Never wider than either name's policy: a rename moves no value off a device.
+                        let policy = target.map { min(old.entry.policy, $0.entry.policy) } ?? old.entry.policy
                         var set = PendingChange(
-                            domain: domain, key: newName, policy: old.entry.policy, op: .set, encoding: old.entry.encoding,
+                            domain: domain, key: newName, policy: policy, op: .set, encoding: old.entry.encoding,
                             payload: try openPayload(old.entry, key: oldKey), sealer: try sealer(for: domain))
                         if target?.ticket == nil { set.expectedOrder = .some(target?.entry.order) }
+                        // The value keeps its time: a renamed import still loses to a real change of
+                        // the new name made anywhere (a queued value has no time yet: it takes the clock's).
+                        if old.ticket == nil { set.stamp = old.entry.hlc }
                         changes.append(set)
                     }
                     var remove = try removal(of: oldKey)

@@ -12,7 +12,7 @@ struct DemoWindow: Codable, Sendable, Equatable {
 }
 
 extension Keys {
-    static let demoTheme = Key<DemoTheme>("demo.theme", default: .system)
+    static let demoTheme = Key<DemoTheme>("demo.theme", default: .system, sync: .automaticSmall)
     static let demoLaunches = Key<Int>("demo.launches", default: 0, sync: .never)
     static let demoWindow = Key<DemoWindow?>("demo.window", sync: .manual)
     static let demoToken = SecretKey<String?>("demo.token", sync: .manual)
