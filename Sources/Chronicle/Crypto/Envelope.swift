@@ -46,7 +46,7 @@ struct Envelope: Sendable {
 
     /// The fields a seal binds: origin, counter, HLC, domain, key, op, policy, encoding, and the envelope header.
     static func associatedData(
-        origin: ReplicaID, counter: UInt64, hlc: HLC, domain: Domain, key: String, op: Operation,
+        origin: ReplicaID, counter: UInt64, hlc: HLC, domain: Domain, key: String, op: ChangeOperation,
         policy: SyncPolicy, encoding: UInt8, header: [UInt8]
     ) -> [UInt8] {
         var writer = ByteWriter(capacity: 96 + key.utf8.count)

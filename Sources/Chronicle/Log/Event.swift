@@ -41,7 +41,7 @@ struct Event: Sendable, Equatable {
     var replica: ReplicaID
     var hlc: HLC
     var domain: Domain
-    var op: Operation
+    var op: ChangeOperation
     var policy: SyncPolicy
     var encoding: UInt8
     var sealed: Bool
@@ -66,7 +66,7 @@ struct Event: Sendable, Equatable {
     func wins(over other: ConflictOrder) -> Bool { order > other }
 
     init(
-        origin: ReplicaID, counter: UInt64, replica: ReplicaID, hlc: HLC, domain: Domain, op: Operation, policy: SyncPolicy,
+        origin: ReplicaID, counter: UInt64, replica: ReplicaID, hlc: HLC, domain: Domain, op: ChangeOperation, policy: SyncPolicy,
         encoding: UInt8, sealed: Bool, key: String, payload: [UInt8], authenticator: Authenticator? = nil
     ) {
         self.origin = origin
@@ -180,7 +180,7 @@ struct Event: Sendable, Equatable {
         let hlc = HLC(rawValue: u64(offset))
         let fields = offset + 8
         guard let domain = Domain(rawValue: bytes[fields]) else { return opaque("unknown domain \(bytes[fields])") }
-        guard let op = Operation(rawValue: bytes[fields + 1]) else { return opaque("unknown operation \(bytes[fields + 1])") }
+        guard let op = ChangeOperation(rawValue: bytes[fields + 1]) else { return opaque("unknown operation \(bytes[fields + 1])") }
         guard let policy = SyncPolicy(rawValue: bytes[fields + 2]) else { return opaque("unknown sync policy \(bytes[fields + 2])") }
         let encoding = bytes[fields + 3]
         let flags = bytes[fields + 4]

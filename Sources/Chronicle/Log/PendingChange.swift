@@ -8,7 +8,7 @@ struct PendingChange: Sendable {
     var domain: Domain
     var key: String
     var policy: SyncPolicy
-    var op: Operation
+    var op: ChangeOperation
     var encoding: UInt8
     /// The plaintext payload (sealed inside the transaction when `sealer` is set).
     var payload: [UInt8]

@@ -21,7 +21,7 @@ struct ViewEntry: Sendable, Equatable {
     var replica: ReplicaID
     var counter: UInt64
     var sequence: UInt64
-    var op: Operation
+    var op: ChangeOperation
     var policy: SyncPolicy
     var encoding: UInt8
     var sealed: Bool
@@ -99,7 +99,7 @@ struct ViewEntry: Sendable, Equatable {
         counter = try reader.u64()
         sequence = try reader.u64()
         let opByte = try reader.u8()
-        guard let op = Operation(rawValue: opByte) else { throw DecodeFailure(description: "unknown operation \(opByte)") }
+        guard let op = ChangeOperation(rawValue: opByte) else { throw DecodeFailure(description: "unknown operation \(opByte)") }
         self.op = op
         let policyByte = try reader.u8()
         guard let policy = SyncPolicy(rawValue: policyByte) else { throw DecodeFailure(description: "unknown policy \(policyByte)") }

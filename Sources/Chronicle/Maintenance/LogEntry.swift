@@ -19,7 +19,7 @@ public struct LogEntry: Sendable, Equatable {
     /// The key name.
     public let key: String
     /// Set or remove.
-    public let operation: Operation
+    public let operation: ChangeOperation
     /// The event's sync policy.
     public let policy: SyncPolicy
     /// `true` when the payload is sealed.
