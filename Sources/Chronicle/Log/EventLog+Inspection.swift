@@ -35,16 +35,19 @@ extension EventLog {
     /// An event as the change stream and the tools show it: whether it is current or held back, and its chain hash.
     private func streamed(_ event: Event, _ sequence: UInt64, hash: [UInt8], _ txn: borrowing Transaction) throws -> CommittedEvent {
         var committed = CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))
-        committed.isHeldBack = try txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+        // Only an event that is not current can be held back (one lookup less for nearly every event).
+        committed.isHeldBack = try !committed.isWinner
+            && txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
         committed.chainHash = hash
         return committed
     }
 
     /// Of the events at `sequences` that the drift guard held back when they were read, those it
-    /// has let into their views since (one snapshot), with whether each is current now; and the
-    /// log's epoch in that snapshot.
-    func releasedEvents(_ sequences: [UInt64]) throws -> (events: [CommittedEvent], epoch: LogEpoch) {
+    /// has let into their views since (one snapshot), with whether each is current now; the chain
+    /// hash of the record at `position` (empty for 0 or none); and the log's epoch in that snapshot.
+    func releasedEvents(_ sequences: [UInt64], position: UInt64) throws -> (events: [CommittedEvent], position: [UInt8], epoch: LogEpoch) {
         try environment.read { txn in
+            let hash = try txn.get(dbs.events, key: position.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: position).hash } ?? []
             var released: [CommittedEvent] = []
             for sequence in sequences {
                 guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { continue }
@@ -53,7 +56,7 @@ extension EventLog {
                 let event = try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn)
                 if !event.isHeldBack { released.append(event) }
             }
-            return (released, try Self.epoch(txn, dbs))
+            return (released, hash, try Self.epoch(txn, dbs))
         }
     }
 

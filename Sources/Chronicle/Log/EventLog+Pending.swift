@@ -43,7 +43,7 @@ extension EventLog {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
         // The completion holds the log: what is queued is committed even when every store on it
         // is released meanwhile (the registry hands a reopen this same log while it lives).
-        _ = try queueVisibly(committer, { _ in changes }) { tickets in
+        let queued = try queueVisibly(committer, { _ in changes }) { tickets in
             { result in
                 switch result {
                 case .success: self.settle(changes, tickets, failure: nil)
@@ -51,6 +51,7 @@ extension EventLog {
                 }
             }
         }
+        queued?.leader?.start()  // outside the lock that orders local writes
     }
 
     /// Commits `changes` and returns once they are committed (durably, in the durable mode),
@@ -68,7 +69,7 @@ extension EventLog {
     /// - Returns: `nil` when `build` made no change.
     func commitVisibly(building build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]) throws -> [CommittedEvent]? {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        guard let (place, tickets, changes) = try queueVisibly(committer, build, completion: nil), let place else { return nil }
+        guard let (place, tickets, changes, _) = try queueVisibly(committer, build, completion: nil), let place else { return nil }
         do {
             let committed = try committer.wait(place)
             settle(changes, tickets, failure: nil)
@@ -88,7 +89,8 @@ extension EventLog {
         _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>,
         _ build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange],
         completion: (([UInt64]) -> GroupCommitter<[PendingChange], [CommittedEvent]>.Completion)?
-    ) throws -> (GroupCommitter<[PendingChange], [CommittedEvent]>.Place?, [UInt64], [PendingChange])? {
+    ) throws -> (place: GroupCommitter<[PendingChange], [CommittedEvent]>.Place?, tickets: [UInt64], changes: [PendingChange],
+        leader: GroupCommitter<[PendingChange], [CommittedEvent]>.Leader?)? {
         try pending.withLock { pending in
             let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
             let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
@@ -117,10 +119,9 @@ extension EventLog {
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
             observers.publishPending(visible)
             if let completion {
-                committer.enqueue(queued, completion: completion(tickets))
-                return (nil, tickets, changes)
+                return (nil, tickets, changes, committer.enqueue(queued, completion: completion(tickets)))
             }
-            return (committer.enqueue(queued), tickets, changes)
+            return (committer.enqueue(queued), tickets, changes, nil)
         }
     }
 
@@ -136,7 +137,8 @@ extension EventLog {
     /// without blocking a thread (at once when nothing is queued).
     func settlePending(then done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return done(.success(())) }
-        pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
+        let leader = pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
+        leader?.start()
     }
 
     /// The last ticket handed out: a flush covers the changes queued up to it.
@@ -182,6 +184,17 @@ extension EventLog {
         }
         // Last: a settle that sees the count reach zero finds the failure recorded.
         pendingCount.subtract(changes.count, ordering: .releasing)
+    }
+
+    /// The key's entry as this process reads it: a queued local change (with its ticket), else
+    /// the committed view entry.
+    func visibleEntry(_ domain: Domain, _ name: String) throws -> VisibleEntry? {
+        if pendingCount.load(ordering: .acquiring) > 0,
+            let queued = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)] })
+        {
+            return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
+        }
+        return try committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
     }
 
     /// The change to `name` queued and not yet committed, as a view entry (unsealed), if any.

@@ -249,10 +249,11 @@ final class EventLog: Sendable {
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
         for change in changes {
-            if let expected = change.expectedOrder {
+            if change.expectedOrder != nil || change.expectsOwnEntry {
                 var current: ConflictOrder?
                 try txn.withValue(dbs.view(change.domain), key: Array(change.key.utf8)) { bytes in current = ViewEntry.order(of: bytes) }
-                guard current == expected else { throw StaleRead() }
+                if let expected = change.expectedOrder, current != expected { throw StaleRead() }
+                if change.expectsOwnEntry, current?.origin != writer { throw StaleRead() }
             }
             counter += 1
             // Only this opening writes as `writer`, but another process may have imported a

@@ -56,6 +56,18 @@ enum EventLogRegistry {
         entries.withLock { $0[path]?.live != nil }
     }
 
+    /// Runs `body` while this process has the store at `path` closed and opens no store until
+    /// `body` returns (an open on another thread waits): for replacing the data file.
+    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the store is open in this process.
+    static func whileClosed<R>(path: String, _ body: () throws(ChronicleError) -> R) throws(ChronicleError) -> R {
+        try entries.withLock { entries throws(ChronicleError) in
+            guard entries[path]?.live == nil else {
+                throw .invalidArgument("the store is open in this process; close every Store on it first")
+            }
+            return try body()
+        }
+    }
+
     static func release(path: String) {
         // Settled outside the registry's lock: a commit may take a while, and other stores open meanwhile.
         var closing = entries.withLock { entries -> EventLog? in

@@ -84,9 +84,23 @@ final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendable {
     /// Queues `request` and returns at once; `completion` is called with its result, in queue
     /// order with every other request's, on the thread that leads its group. A completion must
     /// not wait for another request of this committer.
-    func enqueue(_ request: Request, completion: @escaping Completion) {
+    /// - Returns: when the request is the one to lead, the leader to start (``Leader/start()``,
+    ///   once, best after the caller released its own locks: the leader's thread may take them).
+    func enqueue(_ request: Request, completion: @escaping Completion) -> Leader? {
         let ticket = Ticket(request, completion: completion)
-        if append(ticket) { leaders.async { _ = self.lead(ticket) } }
+        return append(ticket) ? Leader(committer: self, ticket: ticket) : nil
+    }
+
+    /// A leader for a completed request, not started yet.
+    struct Leader: Sendable {
+        fileprivate let committer: GroupCommitter
+        fileprivate let ticket: Ticket
+
+        /// Leads on the committer's queue, never on the caller's thread.
+        func start() {
+            let (committer, ticket) = (committer, ticket)
+            committer.leaders.async { _ = committer.lead(ticket) }
+        }
     }
 
     /// Waits until the group holding the queued request has run (leading it, when it is this

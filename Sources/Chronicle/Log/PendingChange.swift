@@ -22,6 +22,10 @@ struct PendingChange: Sendable {
     /// this order (`.some(nil)`: no entry): a read-then-write (a rename) commits only if nothing
     /// landed in between.
     var expectedOrder: ConflictOrder?? = nil
+    /// When set, the commit fails with ``StaleRead`` unless the key's current view entry was
+    /// written by this opening of the store (a read-then-write that read a queued local change,
+    /// which commits before it: nobody else's change landed in between).
+    var expectsOwnEntry = false
     /// The event's clock reading when it must not be the clock's next: an imported value is
     /// stamped ``HLC/imported`` (it loses to every change made with a clock), a renamed value
     /// keeps its original time.

@@ -46,8 +46,14 @@ public struct LogEntry: Sendable, Equatable {
 
     /// What a consumer of ``Store/changes(after:)`` keeps to resume after this event:
     /// ``Store/changes(from:)`` resumes here when the log still holds this point, and starts
-    /// again from the beginning when it does not (after a compaction or a restore).
-    public var checkpoint: LogCheckpoint { LogCheckpoint(sequence: sequence, epoch: epoch, chainHash: chainHash) }
+    /// again from the beginning when it does not (after a compaction or a restore). From a
+    /// stream, it is the stream's position (a redelivered, once held-back event does not move
+    /// it back) and it names the held-back events the stream still owes a redelivery.
+    public var checkpoint: LogCheckpoint {
+        streamCheckpoint ?? LogCheckpoint(sequence: sequence, epoch: epoch, chainHash: chainHash)
+    }
+    /// Set by the change stream: its position and the held-back events it still follows.
+    var streamCheckpoint: LogCheckpoint?
 
     /// The value's encoding and payload, for unsealed sets.
     let encoding: UInt8
@@ -106,14 +112,18 @@ public struct LogCheckpoint: Sendable, Hashable, Codable {
     public var epoch: LogEpoch
     /// The chain hash of the record at that sequence.
     public var chainHash: [UInt8]
+    /// Events at or before `sequence` that the drift guard held back when the stream delivered
+    /// them: a stream resumed from here delivers each again once it is let in.
+    public var heldBack: [UInt64]
 
     /// The beginning of any log.
     public static let start = LogCheckpoint(sequence: 0, epoch: .zero, chainHash: [])
 
     /// A checkpoint; take it from ``LogEntry/checkpoint``.
-    public init(sequence: UInt64, epoch: LogEpoch, chainHash: [UInt8]) {
+    public init(sequence: UInt64, epoch: LogEpoch, chainHash: [UInt8], heldBack: [UInt64] = []) {
         self.sequence = sequence
         self.epoch = epoch
         self.chainHash = chainHash
+        self.heldBack = heldBack
     }
 }

@@ -81,13 +81,13 @@ extension Store {
     /// - Returns: the file size before and after, in bytes.
     public static func reclaimSpace(directory: URL) throws(ChronicleError) -> (before: Int, after: Int) {
         let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
-        guard !EventLogRegistry.isOpen(path: path) else {
-            throw .invalidArgument("the store is open in this process; close every Store on it first")
-        }
         let dataFile = path + "/data.mdb"
         func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? NSNumber)??.intValue ?? 0 }
-        let before = size()
-        try mappingErrors { try EventLog.reclaimSpace(path: path) }
-        return (before, size())
+        // While it runs, no Store of this process opens the directory (an open waits for it).
+        return try EventLogRegistry.whileClosed(path: path) { () throws(ChronicleError) in
+            let before = size()
+            try mappingErrors { try EventLog.reclaimSpace(path: path) }
+            return (before, size())
+        }
     }
 }

@@ -56,10 +56,13 @@ final class KeyChannel<K: ValueKey>: Sendable {
             // What this read sees is visible now: no local change is outstanding for it (a
             // ticket heard while nobody listened must not hold back later replicated events).
             state.lastCommittedTicket = state.lastTicket
-            if let (value, fingerprint, order) = read() {
+            if let (value, fingerprint, order, ticket) = read() {
                 state.last = fingerprint
                 state.lastValue = value  // a re-read that encodes the same value differently is no news
                 if case let .some(order) = order { state.lastOrder = order }
+                // A queued local change this channel never heard (queued before it opened) is
+                // outstanding: what commits under it is not news, as for a change it heard.
+                if let ticket, ticket > state.lastTicket { state.lastTicket = ticket }
                 continuation.yield(value)
             } else {
                 continuation.yield(key.defaultValue)
@@ -85,10 +88,11 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// Serialized by the channel's lock, so values go out in the order the store reached them.
     func refresh() {
         let handOut = state.withLock { state -> [(K.Value, [Continuation])] in
-            guard !state.subscribers.isEmpty, let (value, fingerprint, order) = read() else { return [] }
+            guard !state.subscribers.isEmpty, let (value, fingerprint, order, ticket) = read() else { return [] }
             // Assigned, not raised: after a restore the stored entry may be earlier than the last.
             if case let .some(order) = order { state.lastOrder = order }
             state.lastCommittedTicket = state.lastTicket  // a re-read sees what is visible now
+            if let ticket, ticket > state.lastTicket { state.lastTicket = ticket }
             return hand(value, fingerprint, &state)
         }
         yield(handOut)
@@ -165,13 +169,15 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// The key's current value, its fingerprint and the conflict order of its committed entry
     /// (`.some(nil)` for no entry; `nil` while a queued local change shows instead, which has no
     /// order yet); `nil` (after logging why) when it cannot be read.
-    private func read() -> (K.Value, Fingerprint, ConflictOrder??)? {
+    /// The ticket is that of the queued local change read, if one was.
+    private func read() -> (K.Value, Fingerprint, ConflictOrder??, UInt64?)? {
         do {
-            let entry = try mappingErrors { try store.eventLog.entry(key.domain, key.name) }
+            let visible = try mappingErrors { try store.eventLog.visibleEntry(key.domain, key.name) }
+            let entry = visible?.entry
             guard let (value, fingerprint) = decode(entry) else { return nil }
             let order: ConflictOrder?? =
-                if let entry { entry.sequence == 0 ? nil : .some(entry.order) } else { .some(nil) }
-            return (value, fingerprint, order)
+                if let visible { visible.ticket == nil ? .some(visible.entry.order) : nil } else { .some(nil) }
+            return (value, fingerprint, order, visible?.ticket)
         } catch {
             store.log(error, "observation", key)
             return nil

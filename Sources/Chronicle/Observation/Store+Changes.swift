@@ -104,7 +104,11 @@ public struct Changes: AsyncSequence, Sendable {
                         self.checkpoint = nil
                         let (matches, logEpoch) = try mappingErrors { try eventLog.recordMatches(sequence: checkpoint.sequence, hash: checkpoint.chainHash) }
                         epoch = logEpoch
-                        if !matches || (checkpoint.sequence > 0 && checkpoint.epoch != logEpoch) { cursor = 0 }
+                        if !matches || (checkpoint.sequence > 0 && checkpoint.epoch != logEpoch) {
+                            cursor = 0
+                        } else {
+                            heldBack = Array(checkpoint.heldBack.filter { $0 <= checkpoint.sequence }.prefix(Self.heldBackLimit))
+                        }
                     }
                     let (events, through, logEpoch) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
                     if let epoch, epoch != logEpoch {
@@ -118,16 +122,25 @@ public struct Changes: AsyncSequence, Sendable {
                     }
                     epoch = logEpoch
                     cursor = through
-                    page = events.map { LogEntry($0, epoch: logEpoch) }
-                    for entry in page where entry.isHeldBack && heldBack.count < Self.heldBackLimit { heldBack.append(entry.sequence) }
+                    page = []
+                    for event in events {
+                        var entry = LogEntry(event, epoch: logEpoch)
+                        if entry.isHeldBack && heldBack.count < Self.heldBackLimit { heldBack.append(entry.sequence) }
+                        entry.streamCheckpoint = LogCheckpoint(sequence: entry.sequence, epoch: logEpoch, chainHash: entry.chainHash, heldBack: heldBack)
+                        page.append(entry)
+                    }
                     index = 0
                     if page.isEmpty, !heldBack.isEmpty {
-                        // Caught up: the events the drift guard has let in since come again.
-                        let (released, releasedEpoch) = try mappingErrors { try eventLog.releasedEvents(heldBack) }
+                        // Caught up: the events the drift guard has let in since come again, each
+                        // with the stream's position as its checkpoint (never its own, earlier one).
+                        let (released, position, releasedEpoch) = try mappingErrors { try eventLog.releasedEvents(heldBack, position: cursor) }
                         if releasedEpoch == logEpoch {
-                            let sequences = Set(released.map(\.sequence))
-                            heldBack.removeAll { sequences.contains($0) }
-                            page = released.map { LogEntry($0, epoch: logEpoch) }
+                            for event in released {
+                                heldBack.removeAll { $0 == event.sequence }
+                                var entry = LogEntry(event, epoch: logEpoch)
+                                entry.streamCheckpoint = LogCheckpoint(sequence: cursor, epoch: logEpoch, chainHash: position, heldBack: heldBack)
+                                page.append(entry)
+                            }
                         }
                     }
                     if page.isEmpty { await signal.wait(past: generation) }

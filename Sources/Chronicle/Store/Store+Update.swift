@@ -7,10 +7,10 @@ extension Store {
     /// let launches = try store.update(.launches) { $0 += 1 }
     /// ```
     ///
-    /// `body` sees the committed value (the default when absent) and may run more than once
-    /// (when another writer got in first it runs again on that writer's value): keep it free of
-    /// side effects, and write nothing to the store from it. Setting an optional value to `nil`
-    /// removes the key.
+    /// `body` sees the value as this process reads it (the default when absent) and may run more
+    /// than once (when another writer got in first it runs again on that writer's value): keep it
+    /// free of side effects. It may read the store; a write from it is not part of the update.
+    /// Setting an optional value to `nil` removes the key.
     /// - Returns: the value written.
     /// - Throws: what `body` throws (then nothing is written), or a ``ChronicleError``.
     @discardableResult
@@ -25,36 +25,50 @@ extension Store {
         try updating(key, body)
     }
 
-    /// A queued change of the key must commit before it can be read as committed.
-    private struct QueuedChange: Error {}
+    /// The key changed between the read and the commit's turn (another local write).
+    private struct ReadAgain: Error {}
 
     /// What the caller's closure threw, kept apart from the store's own errors.
     private struct BodyFailure: Error { var error: any Error }
 
-    /// The read-modify-write behind `update`: the value is read under the lock that orders local
-    /// writes and the write commits only if the key's entry is still the one read (its conflict
-    /// order, checked inside the write transaction); otherwise it reads again.
+    /// The read-modify-write behind `update`. The value is read and `body` runs outside every
+    /// lock (it may read the store); then, under the lock that orders local writes, the commit
+    /// is queued only if the key still shows what was read, and inside the write transaction it
+    /// applies only if the key's entry is still that one: the committed entry's conflict order,
+    /// or, when a queued local change was read, an entry this opening wrote (the queued change
+    /// commits first, in order; any other writer's change in between replaces the entry's
+    /// origin). Otherwise it reads again.
     private func updating<K: ValueKey>(_ key: K, _ body: (inout K.Value) throws -> Void) throws -> K.Value {
         try Keys.validate(name: key.name)
         let eventLog = try eventLog
         for _ in 0..<1_000 {
-            var written = key.defaultValue
             do {
-                _ = try eventLog.commitVisibly { entry in
-                    let visible = try entry(key.domain, key.name)
-                    if visible?.ticket != nil { throw QueuedChange() }
-                    var value = try decode(visible?.entry, for: key, default: key.defaultValue)
-                    do { try body(&value) } catch { throw BodyFailure(error: error) }
-                    written = value
-                    var change = try self.change(value, for: key)
-                    change.expectedOrder = .some(visible?.entry.order)
-                    return try prepared([change])
+                let read = try eventLog.visibleEntry(key.domain, key.name)
+                var value = try decode(read?.entry, for: key, default: key.defaultValue)
+                do { try body(&value) } catch { throw BodyFailure(error: error) }
+                var change = try self.change(value, for: key)
+                if read?.ticket != nil {
+                    change.expectsOwnEntry = true
+                } else {
+                    change.expectedOrder = .some(read?.entry.order)
                 }
-                return written
+                let prepared = try prepared([change])
+                _ = try eventLog.commitVisibly { entry in
+                    let now = try entry(key.domain, key.name)
+                    let unchanged =
+                        switch (read?.ticket, now?.ticket) {
+                        case let (before?, after?): before == after
+                        case (nil, nil): read?.entry.order == now?.entry.order
+                        default: false
+                        }
+                    guard unchanged else { throw ReadAgain() }
+                    return prepared
+                }
+                return value
             } catch is StaleRead {
                 continue  // another writer's change landed between the read and the commit: read again
-            } catch is QueuedChange {
-                try mappingErrors { try eventLog.settlePending() }
+            } catch is ReadAgain {
+                continue
             } catch let failure as BodyFailure {
                 throw failure.error
             } catch {
