@@ -35,8 +35,11 @@ for revision in try store.history(of: .theme) {
 // snippet.hide
 let legacyPlist = applicationSupport.appendingPathComponent("com.example.notes.plist")
 // snippet.show
-try store.importValues(from: .standard, names: ["theme", "launches"])  // one event per value, idempotent
+try store.migrate("2026-11-import") { store in          // runs once per store, recorded in the log
+    try store.importValues(from: .standard, keys: [Keys.theme, Keys.launches])  // fills keys never held
+    try store.renameKey(from: "settings.colour", to: "settings.color")         // set + remove, one transaction
+}
 try store.importPropertyList(at: legacyPlist)          // a UserDefaults domain, `defaults export`
-try store.renameKey(from: "settings.colour", to: "settings.color")      // set + remove, one transaction
+try store.update(.launches) { $0 += 1 }                 // atomic read-modify-write, across processes
 try store.reset(.theme, .launches)                     // several keys, one transaction
 try await store.flush()                                // every change so far is durable

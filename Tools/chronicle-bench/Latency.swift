@@ -22,7 +22,9 @@ func nanoseconds(_ duration: Duration) -> Double {
 /// A steady trickle of writes (one every `interval`), as an app makes them from its main thread:
 /// the time each call takes on the calling thread, and for the non-throwing form the time until
 /// the change is durable (it reaches `changes(after:)`, which hears only committed events, and
-/// a commit in the `.durable` mode is fsynced before it is published).
+/// a commit in the `.durable` mode is fsynced before it is published). The calls are timed in a
+/// pass of their own, with nothing else running (as `UserDefaults.set` is): the change stream
+/// that times durability shares the 2 cores and would stretch the caller's time.
 func writeLatencies(store: Store, defaults: UserDefaults, count: Int, interval: Duration) throws -> (
     nonThrowing: Latencies, durableAfter: Latencies, durable: Latencies, userDefaults: Latencies
 ) {
@@ -38,17 +40,22 @@ func writeLatencies(store: Store, defaults: UserDefaults, count: Int, interval: 
             durableAfter.withLock { $0.append(nanoseconds(arrived - sent)) }
         }
     }
-    var nonThrowing: [Double] = []
     for i in 0..<count {
-        let before = clock.now
-        written.withLock { $0[i] = before }
+        written.withLock { $0[i] = clock.now }
         store[key] = i
-        nonThrowing.append(nanoseconds(clock.now - before))
         Thread.sleep(forTimeInterval: Double(nanoseconds(interval)) / 1e9)
     }
     let deadline = clock.now + .seconds(30)
     while durableAfter.withLock({ $0.count }) < count, clock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
     consumer.cancel()
+    Thread.sleep(forTimeInterval: 0.05)  // the cancelled stream lets go of its thread
+    var nonThrowing: [Double] = []
+    for i in 0..<count {
+        let before = clock.now
+        store[key] = count + i
+        nonThrowing.append(nanoseconds(clock.now - before))
+        Thread.sleep(forTimeInterval: Double(nanoseconds(interval)) / 1e9)
+    }
 
     var durable: [Double] = []
     for i in 0..<count {
@@ -66,4 +73,68 @@ func writeLatencies(store: Store, defaults: UserDefaults, count: Int, interval: 
     }
     return (Latencies(nanoseconds: nonThrowing), Latencies(nanoseconds: durableAfter.withLock { $0 }),
             Latencies(nanoseconds: durable), Latencies(nanoseconds: userDefaults))
+}
+
+/// The same trickle from `threads` plain threads at once (an app's queues): every call's time on
+/// its calling thread, for the non-throwing set and for `UserDefaults.set` (each thread with its
+/// own `UserDefaults` object of the suite `suite`: the type is not `Sendable`).
+func concurrentWriteLatencies(store: Store, suite: String, threads: Int, perThread: Int, interval: Duration) -> (
+    nonThrowing: Latencies, userDefaults: Latencies
+) {
+    func onThreads(_ body: @escaping @Sendable (Int) -> [Double]) -> [Double] {
+        let results = Mutex<[Double]>([])
+        let finished = DispatchGroup()
+        for thread in 0..<threads {
+            finished.enter()
+            Thread {
+                let timed = body(thread)
+                results.withLock { $0 += timed }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        return results.withLock { $0 }
+    }
+    let pause = Double(nanoseconds(interval)) / 1e9
+    let nonThrowing = onThreads { thread in
+        let clock = ContinuousClock()
+        let key = Key<Int>("bench.threads.\(thread)", default: -1)
+        return (0..<perThread).map { i in
+            let before = clock.now
+            store[key] = i
+            let took = nanoseconds(clock.now - before)
+            Thread.sleep(forTimeInterval: pause)
+            return took
+        }
+    }
+    let userDefaults = onThreads { thread in
+        let clock = ContinuousClock()
+        let defaults = UserDefaults(suiteName: suite) ?? .standard
+        return (0..<perThread).map { i in
+            let before = clock.now
+            defaults.set(i, forKey: "bench.threads.\(thread)")
+            let took = nanoseconds(clock.now - before)
+            Thread.sleep(forTimeInterval: pause)
+            return took
+        }
+    }
+    return (Latencies(nanoseconds: nonThrowing), Latencies(nanoseconds: userDefaults))
+}
+
+/// An atomic increment (`store.update`) against a durable set of the same key, `count` each,
+/// alternating in rounds so the disk's drift hits both alike: every call's time.
+func updateLatencies(store: Store, count: Int) throws -> (update: Latencies, durableSet: Latencies) {
+    let clock = ContinuousClock()
+    let key = Key<Int>("bench.update", default: 0)
+    var update: [Double] = []
+    var set: [Double] = []
+    for i in 0..<count {
+        var before = clock.now
+        try store.update(key) { $0 += 1 }
+        update.append(nanoseconds(clock.now - before))
+        before = clock.now
+        try store.set(i, for: key)
+        set.append(nanoseconds(clock.now - before))
+    }
+    return (Latencies(nanoseconds: update), Latencies(nanoseconds: set))
 }

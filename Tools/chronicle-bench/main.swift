@@ -152,6 +152,17 @@ do {
                   "\(result.durableAfter.nanoseconds.count) of \(count) timed (target ≤ 10 ms)")
     report.single("try store.set (durable) on the calling thread", result.durable.summary,
                   String(format: "p50 %.0f× UserDefaults.set", result.durable.percentile(0.5) / result.userDefaults.percentile(0.5)))
+    let suite = "chronicle-bench-\(UUID().uuidString)"
+    defaultsSuites.append(suite)
+    let threads = concurrentWriteLatencies(store: store, suite: suite, threads: 4, perThread: count / 4, interval: .milliseconds(2))
+    report.single("store[key] = v from 4 threads at once, each 1 write / 2 ms", threads.nonThrowing.summary,
+                  String(format: "UserDefaults.set from 4 threads %@; p50 %.2f× (target ≤ 1×), p99 %.2f× (target ≤ 2×)",
+                         threads.userDefaults.summary, threads.nonThrowing.percentile(0.5) / threads.userDefaults.percentile(0.5),
+                         threads.nonThrowing.percentile(0.99) / threads.userDefaults.percentile(0.99)))
+    let updates = try updateLatencies(store: store, count: n(500))
+    report.single("try store.update { $0 += 1 } (atomic, durable)", updates.update.summary,
+                  String(format: "durable set of the same key %@; p50 %.2f× (target ≤ 1.2×)",
+                         updates.durableSet.summary, updates.update.percentile(0.5) / updates.durableSet.percentile(0.5)))
 } catch {
     print("latency benchmark failed: \(error)")
 }
