@@ -19,6 +19,12 @@ struct VisibleEntry {
     var ticket: UInt64?
 }
 
+extension EventLog {
+    /// The most changes of the non-throwing forms queued at once: beyond it, they wait for their
+    /// own commit (ten group-commit transactions' worth; a trickle never gets near it).
+    static let maxQueuedChanges = 10_240
+}
+
 struct PendingWrites: ~Copyable {
     struct Key: Hashable {
         var domain: Domain
@@ -41,6 +47,18 @@ extension EventLog {
     /// failures and the next ``flush()`` throws it.
     func enqueue(_ changes: [PendingChange]) throws {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        if pendingCount.load(ordering: .relaxed) >= Self.maxQueuedChanges {
+            // Back pressure: a writer faster than the disk waits for its own commit (a thread only
+            // ever waits on its own ticket), so the queue, and what a crash can lose, stays bounded.
+            do { _ = try commitVisibly(changes) } catch {
+                let failure = ChronicleError.wrap(mappedDiskError(error))
+                logger.error(
+                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                    metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
+                recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: lastTicket)
+            }
+            return
+        }
         // The completion holds the log: what is queued is committed even when every store on it
         // is released meanwhile (the registry hands a reopen this same log while it lives).
         let queued = try queueVisibly(committer, { _ in changes }) { tickets in
@@ -149,8 +167,13 @@ extension EventLog {
     /// - Throws: the first failure of a write queued before the call that no flush reported yet.
     func flush() throws {
         let through = lastTicket
-        try settlePending()
-        try flushFile()
+        do {
+            try settlePending()
+            try flushFile()
+        } catch {
+            // The queued writes' own failure, when one was recorded, says more than this one.
+            throw takeFailure(through: through)?.error ?? error
+        }
         if let failure = takeFailure(through: through) { throw failure.error }
     }
 

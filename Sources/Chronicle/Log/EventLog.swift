@@ -31,6 +31,9 @@ final class EventLog: Sendable {
     let poller = Mutex<Task<Void, Never>?>(nil)
     /// Changes of the non-throwing forms, visible here until their commit (see `PendingWrites`).
     let pending = Mutex(PendingWrites())
+    /// The greatest ticket of a queued change whose commit was published to observers (set before
+    /// the publication): a queued change at or below it is committed, even if not settled yet.
+    let publishedTicket = Atomic<UInt64>(0)
     /// How many queued changes are not yet settled: reads skip the pending lock when zero.
     let pendingCount = Atomic<Int>(0)
     /// Failures of queued changes that no flush has thrown yet, and who listens for them.
@@ -190,6 +193,9 @@ final class EventLog: Sendable {
     }
 
     private func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
+        // A flush's marker (an empty request) has nothing to write: a group of markers alone opens
+        // no transaction (it would rewrite the head, and fail by itself on a full disk).
+        if groups.allSatisfy(\.isEmpty) { return groups.map { _ in .success([]) } }
         let results: [Result<[CommittedEvent], any Error>]
         do {
             let (committed, counter, promoted) = try environment.write { txn in
@@ -211,6 +217,7 @@ final class EventLog: Sendable {
             // One request failed: commit the others on their own, so no caller pays for another's error.
             results = groups.map { changes in
                 Result {
+                    if changes.isEmpty { return [] }  // a flush's marker
                     let (out, counter) = try environment.write { txn in
                         var head = try LogHead.read(txn, dbs)
                         var counter = writerCounter.withLock { $0 }
@@ -226,6 +233,7 @@ final class EventLog: Sendable {
             results = [.failure(error)]
         }
         let events = results.flatMap { (try? $0.get()) ?? [] }
+        if let ticket = events.map(\.ticket).max(), ticket > 0 { publishedTicket.max(ticket, ordering: .releasing) }
         if !events.isEmpty { observers.publish(events) }
         Self.wipePlaintexts(groups.joined())
         return results

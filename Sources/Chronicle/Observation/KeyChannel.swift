@@ -172,12 +172,16 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// The ticket is that of the queued local change read, if one was.
     private func read() -> (K.Value, Fingerprint, ConflictOrder??, UInt64?)? {
         do {
-            let visible = try mappingErrors { try store.eventLog.visibleEntry(key.domain, key.name) }
+            let eventLog = try store.eventLog
+            let visible = try mappingErrors { try eventLog.visibleEntry(key.domain, key.name) }
             let entry = visible?.entry
             guard let (value, fingerprint) = decode(entry) else { return nil }
             let order: ConflictOrder?? =
                 if let visible { visible.ticket == nil ? .some(visible.entry.order) : nil } else { .some(nil) }
-            return (value, fingerprint, order, visible?.ticket)
+            // A queued change whose commit was published already is no longer outstanding (it is
+            // settled moments later; a channel that opened after the publication never hears it).
+            let outstanding = visible?.ticket.flatMap { $0 > eventLog.publishedTicket.load(ordering: .acquiring) ? $0 : nil }
+            return (value, fingerprint, order, outstanding)
         } catch {
             store.log(error, "observation", key)
             return nil

@@ -25,7 +25,8 @@ extension Store {
             }
             try await BlockingWork.run { try eventLog.flushFile() }
         } catch {
-            throw ChronicleError.wrap(eventLog.mappedDiskError(error))
+            // The queued writes' own failure, when one was recorded, says more than this one.
+            throw eventLog.takeFailure(through: through)?.error ?? ChronicleError.wrap(eventLog.mappedDiskError(error))
         }
         if let failure = eventLog.takeFailure(through: through) { throw failure.error }
     }
