@@ -209,6 +209,21 @@ extension EventLog {
         pendingCount.subtract(changes.count, ordering: .releasing)
     }
 
+    /// Records the order the queued change `ticket` commits with, for a read-then-write that read
+    /// it; call under the lock that orders local writes while the change is still queued, and
+    /// ``unwatch(ticket:)`` afterwards.
+    func watch(ticket: UInt64) {
+        watchedTickets.withLock { watched in
+            if watched.updateValue(nil, forKey: ticket) == nil { watchedCount.add(1, ordering: .releasing) }
+        }
+    }
+
+    func unwatch(ticket: UInt64) {
+        watchedTickets.withLock { watched in
+            if watched.removeValue(forKey: ticket) != nil { watchedCount.subtract(1, ordering: .releasing) }
+        }
+    }
+
     /// The key's entry as this process reads it: a queued local change (with its ticket), else
     /// the committed view entry.
     func visibleEntry(_ domain: Domain, _ name: String) throws -> VisibleEntry? {

@@ -34,6 +34,10 @@ final class EventLog: Sendable {
     /// The greatest ticket of a queued change whose commit was published to observers (set before
     /// the publication): a queued change at or below it is committed, even if not settled yet.
     let publishedTicket = Atomic<UInt64>(0)
+    /// Queued changes a read-then-write read (by ticket), with the order each committed with once
+    /// it has: see `PendingChange.expectedTicket`.
+    let watchedTickets = Mutex<[UInt64: ConflictOrder?]>([:])
+    let watchedCount = Atomic<Int>(0)
     /// How many queued changes are not yet settled: reads skip the pending lock when zero.
     let pendingCount = Atomic<Int>(0)
     /// Failures of queued changes that no flush has thrown yet, and who listens for them.
@@ -257,11 +261,15 @@ final class EventLog: Sendable {
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
         for change in changes {
-            if change.expectedOrder != nil || change.expectsOwnEntry {
+            if change.expectedOrder != nil || change.expectedTicket != nil {
                 var current: ConflictOrder?
                 try txn.withValue(dbs.view(change.domain), key: Array(change.key.utf8)) { bytes in current = ViewEntry.order(of: bytes) }
                 if let expected = change.expectedOrder, current != expected { throw StaleRead() }
-                if change.expectsOwnEntry, current?.origin != writer { throw StaleRead() }
+                if let ticket = change.expectedTicket {
+                    // The order its change committed with (in this transaction or an earlier one);
+                    // none when it failed or committed before it was watched: read again.
+                    guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
+                }
             }
             counter += 1
             // Only this opening writes as `writer`, but another process may have imported a
@@ -285,6 +293,11 @@ final class EventLog: Sendable {
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
             if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
             let (sequence, won) = try append(event, txn, &head)
+            if change.ticket != 0, watchedCount.load(ordering: .acquiring) > 0 {
+                watchedTickets.withLock { watched in
+                    if watched.keys.contains(change.ticket) { watched[change.ticket] = .some(event.order) }
+                }
+            }
             committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won, ticket: change.ticket))
         }
         return committed

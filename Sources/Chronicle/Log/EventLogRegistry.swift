@@ -32,50 +32,62 @@ enum EventLogRegistry {
 
     private static let entries = Mutex<[String: Entry]>([:])
 
-    /// A lease on the log for `directory`, opening it if needed.
+    /// A lease on the log for `directory`, opening it if needed. Every path to one directory (a
+    /// symbolic link, a bind mount) leases the same log: entries are keyed by the directory's
+    /// device and inode.
     static func lease(directory: URL, configuration: Store.Configuration) throws(ChronicleError) -> EventLogLease {
         let path = try prepareDirectory(directory)
+        guard let identity = identity(of: path) else { throw .io(path: path, reason: "the store's directory cannot be examined") }
         _ = installExitHook
         return try entries.withLock { entries throws(ChronicleError) in
-            if var entry = entries[path], let eventLog = entry.live {
+            if var entry = entries[identity], let eventLog = entry.live {
                 entry.leases += 1
                 entry.held = eventLog
-                entries[path] = entry
-                return EventLogLease(eventLog: eventLog)
+                entries[identity] = entry
+                return EventLogLease(eventLog: eventLog, identity: identity)
             }
             let eventLog = try mappingErrors {
                 try EventLog(directory: path, configuration: configuration)
             }
-            entries[path] = Entry(held: eventLog, live: eventLog, leases: 1)
-            return EventLogLease(eventLog: eventLog)
+            entries[identity] = Entry(held: eventLog, live: eventLog, leases: 1)
+            return EventLogLease(eventLog: eventLog, identity: identity)
         }
+    }
+
+    /// The directory's device and inode, the registry's key; `nil` when it cannot be examined.
+    static func identity(of path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return "\(status.st_dev):\(status.st_ino)"
     }
 
     /// Whether this process has the store at `path` open (anything still holds its log).
     static func isOpen(path: String) -> Bool {
-        entries.withLock { $0[path]?.live != nil }
+        guard let identity = identity(of: path) else { return false }
+        return entries.withLock { $0[identity]?.live != nil }
     }
 
     /// Runs `body` while this process has the store at `path` closed and opens no store until
     /// `body` returns (an open on another thread waits): for replacing the data file.
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the store is open in this process.
     static func whileClosed<R>(path: String, _ body: () throws(ChronicleError) -> R) throws(ChronicleError) -> R {
-        try entries.withLock { entries throws(ChronicleError) in
-            guard entries[path]?.live == nil else {
+        let identity = identity(of: path) ?? path
+        return try entries.withLock { entries throws(ChronicleError) in
+            guard entries[identity]?.live == nil else {
                 throw .invalidArgument("the store is open in this process; close every Store on it first")
             }
             return try body()
         }
     }
 
-    static func release(path: String) {
+    static func release(identity: String) {
         // Settled outside the registry's lock: a commit may take a while, and other stores open meanwhile.
         var closing = entries.withLock { entries -> EventLog? in
-            guard var entry = entries[path] else { return nil }
+            guard var entry = entries[identity] else { return nil }
             entry.leases -= 1
             let closing = entry.leases == 0 ? entry.held : nil
             if entry.leases == 0 { entry.held = nil }
-            entries[path] = entry
+            entries[identity] = entry
             return closing
         }
         guard closing != nil else { return }
@@ -84,14 +96,14 @@ enum EventLogRegistry {
             do { try eventLog.settlePending() } catch {
                 eventLog.logger.error(
                     "chronicle: changes made with non-throwing setters were lost as the store closed",
-                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(path)"])
+                    metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(eventLog.path)"])
             }
         }
         // The log closes here, on this thread and outside the lock, unless something else holds it
         // (a lease taken meanwhile, a stream, a queued change): then it stays the one open log.
         closing = nil
         entries.withLock { entries in
-            if let entry = entries[path], entry.leases == 0, entry.live == nil { entries[path] = nil }
+            if let entry = entries[identity], entry.leases == 0, entry.live == nil { entries[identity] = nil }
         }
     }
 
@@ -137,8 +149,13 @@ enum EventLogRegistry {
 /// A ``Store``'s hold on its shared ``EventLog``.
 final class EventLogLease: Sendable {
     let eventLog: EventLog
+    /// The registry's key for the log's directory.
+    let identity: String
 
-    init(eventLog: EventLog) { self.eventLog = eventLog }
+    init(eventLog: EventLog, identity: String) {
+        self.eventLog = eventLog
+        self.identity = identity
+    }
 
-    deinit { EventLogRegistry.release(path: eventLog.path) }
+    deinit { EventLogRegistry.release(identity: identity) }
 }

@@ -22,10 +22,11 @@ struct PendingChange: Sendable {
     /// this order (`.some(nil)`: no entry): a read-then-write (a rename) commits only if nothing
     /// landed in between.
     var expectedOrder: ConflictOrder?? = nil
-    /// When set, the commit fails with ``StaleRead`` unless the key's current view entry was
-    /// written by this opening of the store (a read-then-write that read a queued local change,
-    /// which commits before it: nobody else's change landed in between).
-    var expectsOwnEntry = false
+    /// When set, the commit fails with ``StaleRead`` unless the key's current view entry is the
+    /// one the queued local change with this ticket committed (a read-then-write that read that
+    /// change: it committed, and nobody else's change landed in between). The ticket must be
+    /// watched (``EventLog/watch(ticket:)``) before its change can commit.
+    var expectedTicket: UInt64?
     /// The event's clock reading when it must not be the clock's next: an imported value is
     /// stamped ``HLC/imported`` (it loses to every change made with a clock), a renamed value
     /// keeps its original time.

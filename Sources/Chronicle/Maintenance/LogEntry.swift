@@ -126,4 +126,13 @@ public struct LogCheckpoint: Sendable, Hashable, Codable {
         self.chainHash = chainHash
         self.heldBack = heldBack
     }
+
+    /// Decodes a checkpoint, including one saved before it named held-back events.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sequence = try container.decode(UInt64.self, forKey: .sequence)
+        epoch = try container.decode(LogEpoch.self, forKey: .epoch)
+        chainHash = try container.decode([UInt8].self, forKey: .chainHash)
+        heldBack = try container.decodeIfPresent([UInt64].self, forKey: .heldBack) ?? []
+    }
 }

@@ -35,9 +35,9 @@ extension Store {
     /// lock (it may read the store); then, under the lock that orders local writes, the commit
     /// is queued only if the key still shows what was read, and inside the write transaction it
     /// applies only if the key's entry is still that one: the committed entry's conflict order,
-    /// or, when a queued local change was read, an entry this opening wrote (the queued change
-    /// commits first, in order; any other writer's change in between replaces the entry's
-    /// origin). Otherwise it reads again.
+    /// or, when a queued local change was read, the entry that change committed (it commits
+    /// first, in order; if it failed, or another writer's change landed in between, the entry is
+    /// another). Otherwise it reads again.
     private func updating<K: ValueKey>(_ key: K, _ body: (inout K.Value) throws -> Void) throws -> K.Value {
         try Keys.validate(name: key.name)
         let eventLog = try eventLog
@@ -47,12 +47,13 @@ extension Store {
                 var value = try decode(read?.entry, for: key, default: key.defaultValue)
                 do { try body(&value) } catch { throw BodyFailure(error: error) }
                 var change = try self.change(value, for: key)
-                if read?.ticket != nil {
-                    change.expectsOwnEntry = true
+                if let ticket = read?.ticket {
+                    change.expectedTicket = ticket
                 } else {
                     change.expectedOrder = .some(read?.entry.order)
                 }
                 let prepared = try prepared([change])
+                defer { if let ticket = read?.ticket { eventLog.unwatch(ticket: ticket) } }
                 _ = try eventLog.commitVisibly { entry in
                     let now = try entry(key.domain, key.name)
                     let unchanged =
@@ -62,6 +63,9 @@ extension Store {
                         default: false
                         }
                     guard unchanged else { throw ReadAgain() }
+                    // Not settled yet (settling takes this lock): its commit records its order from now
+                    // on; if it committed a moment ago, nothing is recorded and the update reads again.
+                    if let ticket = read?.ticket { eventLog.watch(ticket: ticket) }
                     return prepared
                 }
                 return value
