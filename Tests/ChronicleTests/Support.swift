@@ -77,17 +77,8 @@ func withTmpfs<R>(size: String, _ body: (URL) async throws -> R) async throws ->
     let mountPoint = temporaryDirectory()
     try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: mountPoint) }
-    func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-    guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path]) else { return nil }
-    defer { _ = run("/bin/umount", [mountPoint.path]) }
+    guard runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path]) else { return nil }
+    defer { _ = runTool("/bin/umount", [mountPoint.path]) }
     return try await body(mountPoint)
 }
 
@@ -100,3 +91,25 @@ func temporaryKeyFile() throws -> (file: URL, cleanUp: @Sendable () -> Void) {
     return (file, { try? FileManager.default.removeItem(at: directory) })
 }
 
+
+/// Runs a system tool (mount, umount) and reports whether it succeeded.
+func runTool(_ tool: String, _ arguments: [String]) -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+}
+
+/// Whether `task` finishes within `limit` (a bound that tells a hang from slowness).
+func finishes(_ task: Task<Void, Never>, within limit: Duration = .seconds(30)) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask { await task.value; return true }
+        group.addTask { try? await Task.sleep(for: limit); return false }
+        let first = await group.next() ?? false
+        group.cancelAll()
+        return first
+    }
+}

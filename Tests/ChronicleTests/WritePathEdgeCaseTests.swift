@@ -188,13 +188,7 @@ import Glibc
             try await a.flush()
             #expect(a[.note] == "local", "the local change is the latest on the clock")
             try a.set("end", for: .note)
-            let finished = await withTaskGroup(of: Bool.self) { group in
-                group.addTask { await observer.value; return true }
-                group.addTask { try? await Task.sleep(for: .seconds(30)); return false }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
-            }
+            let finished = await finishes(observer)
             observer.cancel()
             try #require(finished, "the observer never heard the last change")
             #expect(heard.withLock { $0 } == ["local", "end"], "reads showed \"local\" throughout")
@@ -240,13 +234,7 @@ import Glibc
                 _ = try a.importRange(try b.exportRange(after: 0))
                 try #require(a[key] == "from b \(attempt)")
                 try a.set("end", for: key)
-                let finished = await withTaskGroup(of: Bool.self) { group in
-                    group.addTask { await observer.value; return true }
-                    group.addTask { try? await Task.sleep(for: .seconds(30)); return false }
-                    let first = await group.next() ?? false
-                    group.cancelAll()
-                    return first
-                }
+                let finished = await finishes(observer)
                 observer.cancel()
                 try #require(finished)
                 if !heard.withLock({ $0 }).contains("from b \(attempt)") { deafAttempts.append(attempt) }
@@ -358,17 +346,8 @@ import Glibc
             let bound = temporaryDirectory()
             try FileManager.default.createDirectory(at: bound, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: bound) }
-            func run(_ tool: String, _ arguments: [String]) -> Bool {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: tool)
-                process.arguments = arguments
-                process.standardError = FileHandle.nullDevice
-                guard (try? process.run()) != nil else { return false }
-                process.waitUntilExit()
-                return process.terminationStatus == 0
-            }
-            guard run("/bin/mount", ["--bind", directory.path, bound.path]) else { return }
-            defer { _ = run("/bin/umount", [bound.path]) }
+            guard runTool("/bin/mount", ["--bind", directory.path, bound.path]) else { return }
+            defer { _ = runTool("/bin/umount", [bound.path]) }
             let order = Shared<[String]>([])
             let opened = DispatchSemaphore(value: 0)
             let sameLog = Shared<Bool?>(nil)
