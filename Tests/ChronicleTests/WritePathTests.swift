@@ -41,9 +41,16 @@ struct WritePathTests {
         }
     }
 
+    /// Eight plain threads, each writing its key with every write form in turn, for 30 seconds
+    /// (two minutes with `CHRONICLE_RELIABILITY=long`), with an observer per key, compactions, and
+    /// other `Store`s opened on the directory; then each writes a last value. Not a measure of
+    /// speed: the duration only sets how much of the interleavings it sees.
     @Test func everyWriteFormFromEightThreadsCommitsAndIsHeard() async throws {
         try await withTemporaryStore { store, directory async throws in
-            let rounds = 150
+            let rounds = Int.max  // the last value of every key
+            let seconds = ProcessInfo.processInfo.environment["CHRONICLE_RELIABILITY"] == "long" ? 120.0 : 30.0
+            let deadline = Date().addingTimeInterval(seconds)
+            let written = Shared<Int>(0)
             let keys = (0..<8).map { Key<Int>("mixed.\($0)", default: -1) }
             let heard = Shared<[Int: Int]>([:])
             let observers = keys.enumerated().map { index, key in
@@ -57,9 +64,11 @@ struct WritePathTests {
             let failures = Shared<[String]>([])
             let finished = Self.onThreads(8) { thread in
                 let key = keys[thread]
-                for i in 1...rounds {
+                var i = 0
+                while Date() < deadline {
+                    i += 1
                     do {
-                        switch (thread + i) % 5 {
+                        switch (thread + i) % 6 {
                         case 0: try store.set(i, for: key)
                         case 1: try store.write { batch in batch[key] = i }
                         case 2:
@@ -69,13 +78,16 @@ struct WritePathTests {
                             // Another store on the same directory: the same log, the same order.
                             let other = try Store(directory: directory)
                             other[key] = i
+                        case 4: try store.update(key) { $0 = i }
                         default: store[key] = i
                         }
                     } catch {
                         failures.withLock { $0.append("\(thread).\(i): \(error)") }
                     }
-                    if thread == 0, i % 50 == 0 { _ = try? store.compact(before: Date()) }
+                    if thread == 0, i % 200 == 0 { _ = try? store.compact(before: Date()) }
                 }
+                written.withLock { $0 += i }
+                store[key] = rounds
             }
             #expect(finished, "a writer stalled")
             try #require(finished)
@@ -88,6 +100,7 @@ struct WritePathTests {
             for observer in observers { await observer.value }
             #expect(heard.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<8).map { ($0, rounds) }))
             #expect(try store.verify().isSound)
+            print("every form from eight threads: \(written.withLock { $0 }) writes in \(Int(seconds)) s")
         }
     }
 
