@@ -3,8 +3,8 @@
 import Foundation
 import Testing
 
-/// Found by a hostile review of the HTTP hardening.
-struct HTTPReviewTests {
+/// Plain HTTP is allowed only to a loopback IP literal or `localhost`, never to a name that looks like one.
+struct LoopbackAddressTests {
     /// `isLoopback` (client) and `serve`'s check take any host starting with "127." as this
     /// machine: `127.0.0.1.attacker.example` is a DNS name that resolves wherever its owner
     /// wants, and the bearer token then crosses the network in the clear without `--insecure`.

@@ -6,10 +6,10 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The attacks a hostile review of replication trust found (a carrier without the group's key,
+/// What the trust model of replication promises against a carrier without the group's key (and
 /// a crash, a restore in place), each kept as a regression test: every test states the property
 /// the trust model promises.
-struct ReviewAttackTests {
+struct ReplicationTrustTests {
     // MARK: - Helpers
 
     /// Two members of one passphrase group (see ``HostilePeerTests/withGroup(_:)``); the honest

@@ -30,8 +30,8 @@ private struct RacingMailbox: SyncTransport {
     func push(_ range: Data) async throws -> RangeReceipt { try await inner.push(range) }
 }
 
-/// Attacks on the fault-handling changes (compaction, mailboxes, reclaim) found by a hostile review.
-struct FaultReviewTests {
+/// Faults around compaction, mailbox folders and reclaim: what must hold when they strike.
+struct FaultHandlingTests {
     private static func rangeNames(_ folder: URL) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("ranges").path)
             .filter { $0.hasSuffix(".range") }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -37,11 +37,11 @@ func finishes(within limit: Duration, _ body: @escaping @Sendable () async throw
     }
 }
 
-/// The hostile review of the hub (#16).
+/// The hub under failure and abuse: forged bodies, junk keys, revoked tokens, failed commits.
 extension HubTests {
-/// The hostile review's findings (nested in HubTests so that they never run while another
-/// hub test restarts PostgreSQL: the parent suite is serialized).
-@Suite struct Review16Tests {
+/// Nested in HubTests so that they never run while another
+/// hub test restarts PostgreSQL (the parent suite is serialized).
+@Suite struct HubFailureTests {
     /// A device with a token but without the group's key pushes an identity of another writer
     /// with other bytes before the writer does: the genuine event must still reach the members
     /// (a relay that verifies nothing keeps each distinct body, FORMAT.md 7.2; the hub kept the
@@ -76,8 +76,8 @@ extension HubTests {
             let (lockedStream, locked) = AsyncStream<Void>.makeStream()
             let (releaseStream, release) = AsyncStream<Void>.makeStream()
             let holder = Task {
-                try await hub.admin.client.withTransaction(logger: Logger(label: "review16")) { connection in
-                    try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: Logger(label: "review16"))
+                try await hub.admin.client.withTransaction(logger: Logger(label: "hub-failure-tests")) { connection in
+                    try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: Logger(label: "hub-failure-tests"))
                     locked.yield()
                     for await _ in releaseStream { break }
                 }

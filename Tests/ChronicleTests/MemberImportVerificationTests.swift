@@ -5,9 +5,9 @@ import ChronicleTesting
 import Foundation
 import Testing
 
-/// Review of the batched, pre-transaction verification of member imports (KeyID/AuthenticationTag
+/// The batched, pre-transaction verification of member imports (KeyID/AuthenticationTag
 /// inline, KeyedHash, verifyAll before the write lock).
-struct Review13bTests {
+struct MemberImportVerificationTests {
     /// `count` members of one key-file group, each in its own directory (all deleted afterwards).
     func withKeyFileGroup(_ count: Int, _ body: (_ stores: [Store], _ configuration: Store.Configuration) async throws -> Void) async throws {
         let keyDirectory = temporaryDirectory()

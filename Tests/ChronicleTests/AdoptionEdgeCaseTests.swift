@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Review of #15: failing tests for what the change gets wrong.
-struct Review15Tests {
+/// Coming from UserDefaults at its edges: renames under concurrent writes, imports, observers, value types.
+struct AdoptionEdgeCaseTests {
     /// Values from `stream` until `stop`, or whatever arrived when `seconds` pass.
     func gather<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
         _ stream: S, seconds: Double = 5, until stop: @escaping @Sendable ([V]) -> Bool
