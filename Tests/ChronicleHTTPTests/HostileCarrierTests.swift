@@ -4,6 +4,9 @@ import AsyncHTTPClient
 import ChronicleTesting
 import Foundation
 import NIOHTTP1
+import NIOCore
+import ChronicleSodium
+import Synchronization
 import Testing
 
 /// A carrier holding only the bearer token of a member's `chronicle serve`: whatever it
@@ -46,5 +49,51 @@ struct HostileCarrierTests {
             #expect(try served.value(for: token) == "from a member")
             #expect(member[.httpNote] == "kept")
         }
+    }
+
+    /// Pushes that make the served member derive keys (junk records that forged events name, at a
+    /// real Argon2id cost) run on a thread of their own: more of them than NIO's blocking pool has
+    /// threads do not hold up `GET /v1/info`, which answers while the first push still derives.
+    @Test func pushesThatDeriveKeysDoNotStallOtherRequests() async throws {
+        let directories = Directories()
+        var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .minimumForTesting
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        served[.httpNote] = "kept"
+        let model = try #require(try EventRange(decoding: Array(try served.exportRange(after: 0))).events.first)
+        let costly = PasswordHash.Limits(opsLimit: 4, memLimit: 128 << 20)
+        let pushes = NIOSingletons.blockingPoolThreadCountSuggestion + 1
+        let bodies = (0..<pushes).map { _ in
+            let keys = (0..<2).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes), limits: costly, created: 0,
+                    nonce: Sodium.randomBytes(AEAD.nonceBytes), sealedKey: Sodium.randomBytes(48))
+            }
+            let events = keys.map { key in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = key.id
+                return event
+            }
+            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+        }
+        let keyring = try served.crypto.get()
+        let before = keyring.state.withLock { $0.derivations }
+        try await withServer(served, token: "the token") { url in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for body in bodies {
+                    group.addTask { _ = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: body) }
+                }
+                while keyring.state.withLock({ $0.derivations }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "the token")
+                let derivedMeanwhile = keyring.state.withLock { $0.derivations } - before
+                #expect(info.status == 200)
+                // With pushes on the shared pool, info waits until two pushes (four derivations) are done.
+                #expect(derivedMeanwhile < 4, "GET /v1/info waited for \(derivedMeanwhile) derivations of other clients' pushes")
+                try await group.waitForAll()
+            }
+        }
+        #expect(keyring.state.withLock { $0.derivations } - before == 2 * pushes)
+        #expect(served[.httpNote] == "kept")
     }
 }

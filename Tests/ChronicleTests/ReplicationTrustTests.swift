@@ -116,23 +116,40 @@ struct ReplicationTrustTests {
     // MARK: - 2. Argon2id work per received range
 
     /// Each received passphrase key record with a fresh salt costs one Argon2id run before the import,
-    /// at the cost the record names (up to SENSITIVE: 1 GiB, 4 passes). Nothing bounds the number per
-    /// range (65,536 items), and the KEK cache keeps every one. Here at the test's minimum cost.
+    /// at the cost the record names (up to SENSITIVE: 1 GiB, 4 passes). A range of 64 forged events,
+    /// each naming its own bogus key, costs a batch's budget; the rest wait and cost the same at
+    /// later imports, once each. Here at the test's minimum cost.
     @Test func aRangeOfBogusKeyRecordsCostsBoundedDerivations() async throws {
-        try await withGroup { victim, _, _ in
+        try await withGroup { victim, honest, _ in
             let keyring = try victim.crypto.get()
+            let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first)
             let records = (0..<64).map { _ in
                 WrappedKey(
                     id: KeyID.random(), kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes),
                     limits: victim.configuration.travelKeyCost.limits, created: 0, nonce: Sodium.randomBytes(AEAD.nonceBytes),
                     sealedKey: Sodium.randomBytes(48))
             }
-            _ = try victim.importRange(rangeFile(keys: records), from: "a file")
-            let reasons = try victim.quarantinedItems().map(\.reason)
-            let derivations = reasons.filter { $0 == .unopenableKey }.count  // each one cost an Argon2id run
-            #expect(derivations <= Keyring.derivationsPerBatch, "one range made the member run \(derivations) Argon2id derivations")
-            #expect(reasons.filter { $0 == .derivationBudget }.count == 64 - derivations)
-            #expect(keyring.state.withLock { $0.keks.count } <= 3)  // only this store's own KEKs are kept
+            let events = records.map { record in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = record.id
+                return event
+            }
+            let before = keyring.state.withLock { $0.derivations }
+            _ = try victim.importRange(rangeFile(events: events, keys: records), from: "a file")
+            var reasons = try victim.quarantinedItems().map(\.reason)
+            #expect(keyring.state.withLock { $0.derivations } - before == Keyring.derivationsPerBatch)
+            #expect(reasons.filter { $0 == .unopenableKey }.count == Keyring.derivationsPerBatch)
+            #expect(reasons.filter { $0 == .derivationBudget }.count == 64 - Keyring.derivationsPerBatch)
+            // The next import (an honest one) derives its own key first and applies its events in full.
+            try honest.set("honest", for: .groupTheme)
+            try await Replicator(store: victim, peers: [.store(honest)]).sync()
+            #expect(victim[.groupTheme] == "honest")
+            reasons = try victim.quarantinedItems().map(\.reason)
+            // Its budget went to the honest member's key first, then to junk waiting from before.
+            #expect(keyring.state.withLock { $0.derivations } - before == 2 * Keyring.derivationsPerBatch)
+            #expect(reasons.filter { $0 == .unopenableKey }.count == 2 * Keyring.derivationsPerBatch - 1)
+            #expect(keyring.state.withLock { $0.keks.count } <= 3)  // only this store's own KEKs are kept as its own
         }
     }
 

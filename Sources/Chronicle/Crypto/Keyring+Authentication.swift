@@ -87,52 +87,71 @@ extension Keyring {
     /// Sorts the wrapped keys of a received range before its import transaction, and unwraps
     /// every data key its events are authenticated with, so the transaction runs no Argon2id.
     ///
+    /// What a carrier can cost a member is bounded, and no junk stands in a genuine key's way:
     /// - Passphrase-wrapped keys whose cost is outside [travel cost, ``KeyDerivationCost/sensitive``]
     ///   are rejected unopened: a hostile record cannot make a device run a huge derivation.
-    /// - A member keeps only the keys its key source opens (each (salt, cost) is derived at most once);
-    ///   a store without an explicit key source keeps every key to relay it.
+    /// - A member opens only records whose key id an event needs: one of the batch, or one the
+    ///   quarantine holds waiting for its key. Other records are ignored (never derived, stored
+    ///   or quarantined); a store without an explicit key source keeps every key to relay it.
+    /// - Each (salt, cost) is derived once (``unwrapReceived(_:)``), and a batch runs at most
+    ///   ``derivationsPerBatch`` derivations: for its own records first (those most of its events
+    ///   name first), then for records earlier batches left waiting in the quarantine, oldest
+    ///   first. A junk record costs one derivation; junk in one batch never delays the genuine
+    ///   key of another, and a genuine key past its own batch's budget waits, never refused.
     /// - Throws: `.corruptMeta` when this store's key records cannot be listed (a member would
     ///   otherwise quarantine genuine events whose keys it holds, saying nothing).
     func prepareImport(_ range: EventRange) throws -> KeyScreening {
+        guard isMember else { return Self.screenWithoutKeyring(range, minimum: travelLimits) }
         var screening = KeyScreening()
         var derivations = 0
         var known = try eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }
-        for record in range.keys {
+        var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
+        for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
+        var waiting: Set<KeyID>?  // read only when a record names no event of the batch
+        // The batch's own records first, those most of its events name first; then the records
+        // earlier batches left waiting, oldest first (a record sent again is tried once).
+        let deferred = try eventLog.deferredKeyRecords()
+        let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
+        let waitingRecords = deferred.filter { item in !range.keys.contains(item.record) }
+        let candidates = ownRecords.map { item in
+            (item.element, deferred.first { $0.record == item.element }?.quarantineID)
+        } + waitingRecords.map { ($0.record, Optional($0.quarantineID)) }
+        let named = Set(naming.keys)
+        for (record, quarantineID) in candidates {
+            if let quarantineID { screening.retired.append(quarantineID) }
+            // A member stores the record that opens; another record under an id it holds is junk to it.
+            if known.contains(record.id) { continue }
+            if quarantineID == nil, !named.contains(record.id) {
+                if waiting == nil { waiting = try eventLog.waitingKeyIDs() }
+                guard waiting?.contains(record.id) == true else { continue }
+            }
             if let problem = Self.boundsProblem(record, minimum: travelLimits) {
                 screening.rejected.append((record, .keyParametersOutOfBounds, problem))
                 continue
             }
-            if known.contains(record.id) {
-                screening.accepted.append(record)  // stored already; adding it again changes nothing
-                continue
-            }
-            guard isMember else {
-                screening.accepted.append(record)
-                continue
-            }
             if needsDerivation(record) {
-                // Each new (salt, cost) costs an Argon2id run: a batch may ask for a few, never for more.
                 guard derivations < Self.derivationsPerBatch else {
-                    screening.rejected.append((record, .derivationBudget, "more than \(Self.derivationsPerBatch) new key derivations in one batch"))
+                    screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
+                    if quarantineID == nil {
+                        screening.rejected.append(
+                            (record, .derivationBudget, "waits for the next import: a batch runs at most \(Self.derivationsPerBatch) new key derivations"))
+                    }
                     continue
                 }
                 derivations += 1
             }
             do {
-                let key = try unwrap(record, cacheKEK: false)
+                let key = try unwrapReceived(record)
                 state.withLock { $0.dataKeys[record.id] = key }
                 screening.accepted.append(record)
-                known.insert(record.id)  // another record under the same id is a relay's alternate
+                known.insert(record.id)
             } catch {
                 screening.rejected.append((record, .unopenableKey, "this store's key source does not open key \(record.id)"))
             }
         }
-        if isMember {
-            // A set: an honest range names a key or two, a hostile one a new key per event.
-            let ids = Set(range.events.compactMap { $0.authenticator?.keyID })
-            for id in ids where known.contains(id) {
-                _ = try? dataKey(id)
-            }
+        // A set: an honest range names a key or two, a hostile one a new key per event.
+        for id in named where known.contains(id) {
+            _ = try? dataKey(id)
         }
         return screening
     }
@@ -150,7 +169,8 @@ extension Keyring {
         return screening
     }
 
-    /// The most Argon2id runs one received batch may cause (a group has a key or two per device).
+    /// The most Argon2id runs one received batch may cause (a group has a key or two per device);
+    /// records past it wait for the next import.
     static let derivationsPerBatch = 4
 
     /// Why a received key record's derivation parameters are refused, or `nil`.
@@ -164,5 +184,16 @@ extension Keyring {
             return "Argon2id cost \(record.limits.opsLimit) passes / \(record.limits.memLimit) bytes is above SENSITIVE"
         }
         return nil
+    }
+}
+
+extension Event {
+    /// The data keys this event names: the one its payload is sealed with and the one that
+    /// authenticates it (none, one or two ids).
+    var namedKeyIDs: [KeyID] {
+        var ids: [KeyID] = []
+        if sealed, let envelope = try? Envelope(decoding: payload) { ids.append(envelope.keyID) }
+        if let id = authenticator?.keyID, !ids.contains(id) { ids.append(id) }
+        return ids
     }
 }

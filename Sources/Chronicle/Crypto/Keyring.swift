@@ -44,6 +44,13 @@ final class Keyring: EventSealer {
         var source: Source
         /// KEKs by `salt ‖ limits` (passphrase) or by kind (material).
         var keks: [[UInt8]: SecureBytes] = [:]
+        /// KEKs derived for records peers sent, by `salt ‖ limits`, newest last: each (salt, cost)
+        /// costs one Argon2id run while among the last ``Keyring/receivedKEKCapacity``, whether or
+        /// not it opened anything (a carrier's junk salt is not derived twice).
+        var receivedKEKs: [[UInt8]: SecureBytes] = [:]
+        var receivedKEKOrder: [[UInt8]] = []
+        /// Argon2id runs this keyring made (for statistics and tests).
+        var derivations = 0
         var dataKeys: [KeyID: SecureBytes] = [:]
         /// Authentication subkeys of data keys, by data key id.
         var authenticationKeys: [KeyID: KeyedHash] = [:]
@@ -238,7 +245,10 @@ final class Keyring: EventSealer {
         var bytes = passphrase.copyBytes()
         defer { Sodium.wipe(&bytes) }
         let kek = try PasswordHash.deriveKey(length: AEAD.keyBytes, password: bytes, salt: salt, limits: limits)
-        if cache { state.withLock { $0.keks[cacheKey] = kek } }
+        state.withLock { state in
+            state.derivations += 1
+            if cache { state.keks[cacheKey] = kek }
+        }
         return kek
     }
 
@@ -250,6 +260,31 @@ final class Keyring: EventSealer {
     func needsDerivation(_ record: WrappedKey) -> Bool {
         guard record.kind == .passphrase, case .passphrase = sourceValue else { return false }
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
-        return state.withLock { $0.keks[cacheKey] == nil }
+        return state.withLock { $0.keks[cacheKey] == nil && $0.receivedKEKs[cacheKey] == nil }
+    }
+
+    /// How many KEKs of received records are kept (a group has a salt or two per device).
+    static let receivedKEKCapacity = 256
+
+    /// Unwraps a record a peer sent. A passphrase KEK is derived at most once per (salt, cost)
+    /// among the last ``receivedKEKCapacity``, whether or not it opens the record.
+    func unwrapReceived(_ record: WrappedKey) throws -> SecureBytes {
+        guard record.kind == .passphrase, case let .passphrase(passphrase, _) = sourceValue else { return try unwrap(record, cacheKEK: false) }
+        if let problem = Self.boundsProblem(record, minimum: .minimum) {
+            throw ChronicleError.corruptKeyRecord(id: record.id.description, reason: problem)
+        }
+        let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
+        let cached = state.withLock { $0.keks[cacheKey] ?? $0.receivedKEKs[cacheKey] }
+        let kek = try cached ?? passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+        if cached == nil {
+            state.withLock { state in
+                state.receivedKEKs[cacheKey] = kek
+                state.receivedKEKOrder.append(cacheKey)
+                if state.receivedKEKOrder.count > Self.receivedKEKCapacity {
+                    state.receivedKEKs[state.receivedKEKOrder.removeFirst()] = nil
+                }
+            }
+        }
+        do { return try record.unwrap(with: kek) } catch { throw ChronicleError.wrongKey }
     }
 }

@@ -6,6 +6,9 @@ import ChronicleSodium
 struct KeyScreening: Sendable {
     var accepted: [WrappedKey] = []
     var rejected: [(WrappedKey, QuarantinedItem.Reason, String)] = []
+    /// Quarantined key records (by quarantine id) this screening tried again: they leave the
+    /// quarantine before the import sets anything aside.
+    var retired: [UInt64] = []
 }
 
 /// The quarantine: items peers sent that failed validation or authentication.
@@ -43,6 +46,36 @@ extension EventLog {
         }
         for (key, _) in released { try txn.delete(dbs.quarantine, key: key) }
         return released.map(\.1)
+    }
+
+    /// The key records an earlier import set aside for want of derivation budget, oldest first.
+    func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] {
+        try environment.read { txn in
+            var found: [(UInt64, UInt64, WrappedKey)] = []
+            try txn.scan(dbs.quarantine) { key, value in
+                guard let id = UInt64(bigEndianBytes: key), let record = try? QuarantineRecord(decoding: value),
+                    record.kind == .wrappedKey, record.reason == .derivationBudget, let key = try? WrappedKey(decoding: record.bytes)
+                else { return true }
+                found.append((record.arrival, id, key))
+                return true
+            }
+            return found.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { ($0.1, $0.2) }
+        }
+    }
+
+    /// The key ids that quarantined events waiting for their key name.
+    func waitingKeyIDs() throws -> Set<KeyID> {
+        try environment.read { txn in
+            var ids = Set<KeyID>()
+            try txn.scan(dbs.quarantine) { _, value in
+                guard let record = try? QuarantineRecord(decoding: value), record.kind == .event, record.reason == .unauthenticated,
+                    let event = try? Event(decoding: record.bytes)
+                else { return true }
+                ids.formUnion(event.namedKeyIDs)
+                return true
+            }
+            return ids
+        }
     }
 
     /// Every quarantined item, oldest first.

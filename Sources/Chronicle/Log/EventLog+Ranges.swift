@@ -127,6 +127,7 @@ extension EventLog {
             let tip = (head.sequence, head.hlc, head.chain, head.chainKeyID)
             let now = UnixMilliseconds.now()
             committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
+            for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
             for (record, reason, detail) in keys.rejected {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, txn)

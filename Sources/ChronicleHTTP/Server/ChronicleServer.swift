@@ -134,7 +134,8 @@ public struct ChronicleServer: Sendable {
             let body = try await request.collectBody(upTo: maxBodySize)
             let data = Data(body.readableBytesView)
             do {
-                let receipt = try await offload { try store.importRange(data, from: "HTTP push") }
+                // On the imports' own thread: a push may run Argon2id for the keys it brings.
+                let receipt = try await importing { try store.importRange(data, from: "HTTP push") }
                 return try jsonResponse(receipt)
             } catch let error as ChronicleError {
                 if case .malformedInput = error {
@@ -153,6 +154,17 @@ public struct ChronicleServer: Sendable {
 func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await NIOThreadPool.singleton.runIfActive { try work() }
 }
+
+/// Runs an import on a thread of its own, one at a time: an import that derives keys (Argon2id,
+/// up to a second each) never takes a thread that serves pulls and info requests, and imports of
+/// one store serialize on its write lock anyway.
+func importing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        importQueue.async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+private let importQueue = DispatchQueue(label: "chronicle.serve.imports", qos: .utility)
 
 /// A 200 response with `value` as JSON.
 func jsonResponse<T: Encodable>(_ value: T) throws -> Response {

@@ -1,0 +1,75 @@
+@testable import Chronicle
+import ChronicleLMDB
+import ChronicleSodium
+import ChronicleTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// What a carrier without the group's key can cost a member (Argon2id runs, disk, the
+/// quarantine), bounded the way the trust model says, without a genuine event or key ever
+/// refused because of what else a batch carries.
+struct CarrierCostBoundsTests {
+    func withGroup(_ body: (_ victim: Store, _ honest: Store, _ spare: URL) async throws -> Void) async throws {
+        try await HostilePeerTests().withGroup(body)
+    }
+
+    /// A passphrase key record no passphrase opens, at the members' (test) travel cost.
+    func junkKeyRecord(id: KeyID = .random(), like model: WrappedKey? = nil) -> WrappedKey {
+        WrappedKey(
+            id: id, kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes),
+            limits: model?.limits ?? KeyDerivationCost.minimumForTesting.limits, created: model?.created ?? 0,
+            nonce: Sodium.randomBytes(AEAD.nonceBytes), sealedKey: Sodium.randomBytes(48))
+    }
+
+    func derivations(_ store: Store) throws -> Int { try store.crypto.get().state.withLock { $0.derivations } }
+
+    /// A third member joins (its own data key, wrapped under its own salt) and writes once.
+    func newcomersRange(_ directory: URL) throws -> (range: EventRange, store: Store) {
+        let newcomer = try Store(directory: directory, configuration: passphraseConfiguration("the group"))
+        try newcomer.set("from the newcomer", for: .groupTheme)
+        return (try EventRange(decoding: Array(try newcomer.exportRange(after: 0))), newcomer)
+    }
+
+    // MARK: - Key derivations
+
+    /// Junk key records under ids no event names cost nothing: only the newcomer's key is derived.
+    @Test func junkKeyRecordsAheadOfANewMembersKeyDoNotStarveIt() async throws {
+        try await withGroup { victim, _, spare in
+            var (range, _) = try newcomersRange(spare)
+            range.keys = (0..<8).map { _ in junkKeyRecord() } + range.keys
+            let before = try derivations(victim)
+            _ = try victim.importRange(Data(range.encoded()), from: "a file")
+            #expect(victim[.groupTheme] == "from the newcomer", "the new member's key was refused")
+            #expect(try derivations(victim) - before == 1)
+            #expect(try victim.quarantinedItems().isEmpty, "records no event names are ignored, not kept")
+        }
+    }
+
+    /// Key ids are public, so junk can sit under the genuine id, where only a derivation tells them
+    /// apart. Each junk record costs one derivation ever; the genuine one waits (never refused) and
+    /// opens within the next imports, and re-sending the junk costs nothing.
+    @Test func junkUnderTheGenuineKeyIDDelaysButNeverRefusesIt() async throws {
+        try await withGroup { victim, _, spare in
+            var (range, _) = try newcomersRange(spare)
+            let genuine = try #require(range.keys.first { key in range.events.contains { $0.authenticator?.keyID == key.id } })
+            let junk = (0..<6).map { _ in junkKeyRecord(id: genuine.id, like: genuine) }
+            range.keys = junk + range.keys
+            let before = try derivations(victim)
+            _ = try victim.importRange(Data(range.encoded()), from: "a file")
+            #expect(try derivations(victim) - before == Keyring.derivationsPerBatch)
+            #expect(try victim.quarantinedItems().contains { $0.reason == .derivationBudget })
+            // The next import of anything (here the same file again) tries the waiting records first.
+            _ = try victim.importRange(Data(range.encoded()), from: "a file")
+            #expect(victim[.groupTheme] == "from the newcomer", "the genuine key never opened")
+            // The three waiting records (two junk, one genuine) are tried in any order; junk under an id
+            // that opened is not derived at all.
+            let spent = try derivations(victim) - before
+            #expect((5...7).contains(spent), "\(spent) derivations")
+            #expect(try !victim.quarantinedItems().contains { $0.reason == .derivationBudget || $0.kind == .event })
+            _ = try victim.importRange(Data(range.encoded()), from: "a file")
+            #expect(try derivations(victim) - before == spent, "junk sent again was derived again")
+            #expect(try victim.verify().isSound)
+        }
+    }
+}
