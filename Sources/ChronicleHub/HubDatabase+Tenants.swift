@@ -97,6 +97,40 @@ extension HubDatabase {
         return false
     }
 
+    /// The wrapped-key records a tenant's devices stored, per device (`chronicle hub keys list`).
+    public func keyCounts(tenant: String) async throws -> [(device: String, keys: Int)] {
+        let rows = try await client.query(
+            """
+            SELECT coalesce(k.device, ''), count(*) FROM wrapped_keys k JOIN tenants t ON t.id = k.tenant_id
+            WHERE t.name = \(tenant) GROUP BY k.device ORDER BY k.device
+            """, logger: logger)
+        var counts: [(String, Int)] = []
+        for try await (device, count) in rows.decode((String, Int64).self) { counts.append((device, Int(count))) }
+        return counts
+    }
+
+    /// Drops the wrapped-key records a device of the tenant pushed (`nil`: records from before the
+    /// hub recorded who pushed them); returns how many. Members hold the keys they opened, so a
+    /// genuine record dropped here costs only a device that joins later: it pushes it again.
+    @discardableResult
+    public func dropKeys(tenant: String, device: String?) async throws -> Int {
+        let rows = try await client.query(
+            """
+            DELETE FROM wrapped_keys WHERE tenant_id = (SELECT id FROM tenants WHERE name = \(tenant))
+            AND device IS NOT DISTINCT FROM \(device) RETURNING body
+            """, logger: logger)
+        var dropped = 0
+        var bytes: Int64 = 0
+        for try await body in rows.decode(ByteBuffer.self) {
+            dropped += 1
+            bytes += Int64(body.readableBytes)
+        }
+        if bytes > 0 {
+            try await client.query("UPDATE tenants SET byte_count = greatest(0, byte_count - \(bytes)) WHERE name = \(tenant)", logger: logger)
+        }
+        return dropped
+    }
+
     /// The device a token belongs to, or `nil` (unknown or revoked).
     func device(token: String) async throws -> HubDevice? {
         let hash = ByteBuffer(bytes: Self.tokenHash(token))

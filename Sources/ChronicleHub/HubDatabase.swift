@@ -18,7 +18,7 @@ import Synchronization
 /// devices(tenant_id, name, token_hash 32 B UNIQUE, created, last_seen, pushed, pulled)
 /// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
 ///        PRIMARY KEY (tenant_id, position), UNIQUE (tenant_id, writer, counter))
-/// wrapped_keys(tenant_id, digest 32 B, body)
+/// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device)
 /// ```
 ///
 /// Positions are a tenant's own sequence, numbered inside the appending transaction while it
@@ -36,8 +36,11 @@ public final class HubDatabase: Sendable {
     static let pullBytes = 1 << 20
     /// The channel the hub's nodes notify on: the payload is the tenant id.
     static let channel = "chronicle_hub"
-    /// The most wrapped keys a tenant holds (a pull carries them all).
+    /// The most wrapped keys a tenant holds.
     static let maxKeys: Int64 = 1_024
+    /// The most wrapped keys one device's pushes store (a device has a key or two, and one more
+    /// per rotation): no token can fill its tenant's table. `chronicle hub keys drop` frees them.
+    static let maxKeysPerDevice: Int64 = 64
     /// Appends waiting on this node, per tenant: they serialize on the tenant's row lock anyway,
     /// so they wait here rather than each holding one of the pool's connections (one tenant's
     /// queue would otherwise take every connection and stall every other tenant on the node).
@@ -145,6 +148,12 @@ public final class HubDatabase: Sendable {
                     body bytea NOT NULL,
                     PRIMARY KEY (tenant_id, digest))
                 """,
+                // Which key a record wraps (a pull carries only the keys its events name) and which
+                // device pushed it (each device stores a bounded number).
+                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS key_id bytea",
+                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS device text",
+                "UPDATE wrapped_keys SET key_id = substring(body from 2 for 16) WHERE key_id IS NULL",
+                "CREATE INDEX IF NOT EXISTS wrapped_keys_key_id ON wrapped_keys (tenant_id, key_id)",
             ] {
                 try await connection.query(statement, logger: logger)
             }
@@ -220,28 +229,39 @@ public final class HubDatabase: Sendable {
                 chains.append(ByteBuffer(bytes: tenant.chain))
                 addedBytes += Int64(event.bytes.count)
             }
-            // Wrapped keys the tenant has not stored: they count against its byte quota, and a
-            // tenant holds at most `maxKeys` (what a pull carries), so none is ever left out.
-            var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = []
-            if !range.keys.isEmpty {
-                var digests: [[UInt8]: [UInt8]] = [:]
-                for key in range.keys { digests[GenericHash.hash(key.bytes)] = key.bytes }
+            // Wrapped keys the tenant has not stored, named by an event of the push (a record no
+            // event names is never sent to anyone, so it is not kept): they count against the
+            // tenant's byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
+            var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = []
+            let named = Set(range.events.flatMap(\.keyIDs))
+            let pushedKeys = range.keys.filter { named.contains($0.id) }
+            if !pushedKeys.isEmpty {
+                var digests: [[UInt8]: RelayRange.Key] = [:]
+                for key in pushedKeys { digests[GenericHash.hash(key.bytes)] = key }
                 let pushed = digests.keys.map { ByteBuffer(bytes: $0) }
-                var stored: Int64 = 0
-                for try await count in try await connection.query(
-                    "SELECT count(*) FROM wrapped_keys WHERE tenant_id = \(device.tenant)", logger: logger
-                ).decode(Int64.self) { stored = count }
+                var (stored, storedByDevice): (Int64, Int64) = (0, 0)
+                for try await (count, byDevice) in try await connection.query(
+                    "SELECT count(*), count(*) FILTER (WHERE device = \(device.name)) FROM wrapped_keys WHERE tenant_id = \(device.tenant)",
+                    logger: logger
+                ).decode((Int64, Int64).self) { (stored, storedByDevice) = (count, byDevice) }
                 let present = try await connection.query(
                     "SELECT digest FROM wrapped_keys WHERE tenant_id = \(device.tenant) AND digest = ANY(\(pushed)::bytea[])", logger: logger)
                 for try await digest in present.decode(ByteBuffer.self) { digests[Array(buffer: digest)] = nil }
-                for (digest, body) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                     keyDigests.append(ByteBuffer(bytes: digest))
-                    keyBodies.append(ByteBuffer(bytes: body))
-                    addedBytes += Int64(body.count)
+                    keyBodies.append(ByteBuffer(bytes: key.bytes))
+                    keyIDs.append(ByteBuffer(bytes: key.id))
+                    addedBytes += Int64(key.bytes.count)
+                }
+                if storedByDevice + Int64(keyDigests.count) > Self.maxKeysPerDevice {
+                    throw HubRefusal.quotaExceeded(
+                        "device \(device.name) stored \(storedByDevice) wrapped keys and this push brings \(keyDigests.count) more: "
+                            + "a device stores at most \(Self.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
                 }
                 if stored + Int64(keyDigests.count) > Self.maxKeys {
                     throw HubRefusal.quotaExceeded(
-                        "the tenant holds \(stored) wrapped keys and this push brings \(keyDigests.count) more: at most \(Self.maxKeys) are kept: ask the operator")
+                        "the tenant holds \(stored) wrapped keys and this push brings \(keyDigests.count) more: at most \(Self.maxKeys) are kept "
+                            + "(the operator frees them with `chronicle hub keys drop`)")
                 }
             }
             if let maxEvents = tenant.maxEvents, tenant.events + Int64(positions.count) > maxEvents {
@@ -256,8 +276,8 @@ public final class HubDatabase: Sendable {
                 // One statement, not one round trip per key under the tenant's lock.
                 let rows = try await connection.query(
                     """
-                    INSERT INTO wrapped_keys (tenant_id, digest, body)
-                    SELECT \(device.tenant), * FROM unnest(\(keyDigests)::bytea[], \(keyBodies)::bytea[])
+                    INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
+                    SELECT \(device.tenant), *, \(device.name) FROM unnest(\(keyDigests)::bytea[], \(keyBodies)::bytea[], \(keyIDs)::bytea[])
                     ON CONFLICT DO NOTHING RETURNING tenant_id
                     """, logger: logger)
                 for try await _ in rows { receipt.keys += 1 }
@@ -338,10 +358,16 @@ public final class HubDatabase: Sendable {
                     bytes += body.readableBytes
                 }
             }
+            // Only the key records the pulled events name (every record under each id: a relay
+            // cannot tell a carrier's record from the real one; members open what opens).
             var keys: [[UInt8]] = []
-            if !bodies.isEmpty {
+            let named = Set(bodies.flatMap { RelayRange.keyIDs(ofItem: $0) }).map { ByteBuffer(bytes: $0) }
+            if !named.isEmpty {
                 let rows = try await connection.query(
-                    "SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) ORDER BY digest LIMIT 1024", logger: logger)
+                    """
+                    SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
+                    ORDER BY key_id, digest LIMIT \(Self.maxKeys)
+                    """, logger: logger)
                 for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
             }
             let encoded = RelayRange.encode(

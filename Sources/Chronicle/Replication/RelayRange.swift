@@ -17,6 +17,9 @@ package struct RelayRange: Sendable {
         package var payloadSize: Int
         /// The item as received.
         package var bytes: [UInt8]
+        /// The ids (16 bytes each) of the data keys it names: its seal's and its authenticator's
+        /// (none for an opaque event).
+        package var keyIDs: [[UInt8]] = []
     }
 
     /// A wrapped data key item: its 16-byte key id and its bytes.
@@ -59,7 +62,9 @@ package struct RelayRange: Sendable {
                 case let .success(.event(event)):
                     guard event.counter <= Self.maxCounter else { throw DecodeFailure(description: "item \(index): counter over 2^48") }
                     events.append(
-                        Event(writer: event.origin.bytes, counter: event.counter, policy: event.policy.rawValue, payloadSize: event.payload.count, bytes: item))
+                        Event(
+                            writer: event.origin.bytes, counter: event.counter, policy: event.policy.rawValue, payloadSize: event.payload.count,
+                            bytes: item, keyIDs: event.namedKeyIDs.map(\.bytes)))
                 case let .success(.opaque(opaque)):
                     guard opaque.counter <= Self.maxCounter else { throw DecodeFailure(description: "item \(index): counter over 2^48") }
                     events.append(Event(writer: opaque.origin.bytes, counter: opaque.counter, policy: nil, payloadSize: 0, bytes: item))
@@ -70,6 +75,13 @@ package struct RelayRange: Sendable {
         } catch {
             throw .malformedInput("range: \(error)")
         }
+    }
+
+    /// The ids of the data keys an event item names (see ``Event/keyIDs``); none for an item that
+    /// does not decode as an event of a known format.
+    package static func keyIDs(ofItem item: [UInt8]) -> [[UInt8]] {
+        guard case let .success(.event(event)) = item.withUnsafeBytes({ Chronicle.Event.parse($0) }) else { return [] }
+        return event.namedKeyIDs.map(\.bytes)
     }
 
     /// Whether a pull with `filter` carries an event of this `policy` and payload size.
