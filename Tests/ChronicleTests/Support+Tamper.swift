@@ -1,5 +1,6 @@
 @testable import Chronicle
 import ChronicleLMDB
+import ChronicleSodium
 import Foundation
 
 /// Rewrites the whole log without a key, as someone with a hex editor and no key would:
@@ -29,5 +30,37 @@ func rechainWithoutKey(_ store: Store, alsoDeleting extra: [[UInt8]] = [], edit:
         for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC] + extra { _ = try? txn.delete(eventLog.dbs.meta, key: entry) }
         head.chainKeyID = nil
         try head.write(txn, eventLog.dbs, chainKey: nil)
+    }
+}
+
+/// Rewrites the log as someone holding the chain key would (an insider, or a bug): each event
+/// through `edit`, every record re-hashed under the key its chain uses there, the head re-MACed.
+/// What `verify` still finds in such a log is what no chain can show.
+func rewriteWithChainKey(_ store: Store, edit: (inout Event) -> Void) throws {
+    let eventLog = try store.eventLog
+    try eventLog.environment.write { txn in
+        var records: [(UInt64, LogRecord)] = []
+        try txn.scan(eventLog.dbs.events) { key, value in
+            let sequence = UInt64(bigEndianBytes: key) ?? 0
+            records.append((sequence, try LogRecord(decoding: value, sequence: sequence)))
+            return true
+        }
+        var head = try LogHead.read(txn, eventLog.dbs)
+        var chain = LogHead.empty.chain
+        var key: KeyedHash?
+        for (sequence, record) in records {
+            var body = record.body
+            if record.kind == .event {
+                var event = try record.event(sequence: sequence)
+                edit(&event)
+                body = event.encoded()
+            }
+            if record.kind == .chainKey, let id = KeyID(bytes: body) { key = try eventLog.chainKeys.key(id) }
+            let hash = LogRecord.chainHash(previous: chain, sequence: sequence, kind: record.kind, body: body, key: key)
+            try txn.put(eventLog.dbs.events, key: sequence.bigEndianBytes, value: LogRecord(kind: record.kind, body: body, hash: hash).encoded())
+            chain = hash
+        }
+        head.chain = chain
+        try head.write(txn, eventLog.dbs, chainKey: try eventLog.chainKeys.key(head.chainKeyID))
     }
 }

@@ -68,4 +68,55 @@ struct TamperEvidenceTests {
             #expect(try reopened.value(for: .apiToken) == "s3cr3t")
         }
     }
+
+    /// With the files and no key: strip every authenticator, change a value, re-chain unkeyed, and
+    /// delete `dk.active`, `chain.key`, `chain.inlog` and `head.mac`. The store still holds its own
+    /// wrapped key, so opening it with its key source says the store is damaged, and never mints a
+    /// new key over the forgery.
+    @Test func aMemberStoreRechainedWithoutAuthenticatorsRefusesToOpen() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+            try store.set("dark", for: .groupTheme)
+            try store.set(.light, for: .theme)
+            try rechainWithoutKey(store, alsoDeleting: [MetaKey.activeKey]) { events in
+                for index in events.indices { events[index].authenticator = nil }
+                if let index = events.firstIndex(where: { $0.key == Keys.groupTheme.name }) { events[index].payload = Array("forged".utf8) }
+            }
+            try store.rebuildViews()
+        }
+        do {
+            _ = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+            Issue.record("a member store without its active key opened, and minted a new key over a forgery")
+        } catch {
+            guard case let .corruptMeta(entry, reason) = error else {
+                Issue.record("unexpected error: \(error)")
+                return
+            }
+            #expect(entry == "dk.active")
+            #expect(error.description.contains("chronicle verify") && reason.contains("no active key"))
+        }
+        // Nothing was written: the forged store is as the forger left it.
+        let inspected = try Store(directory: directory)  // opened without the key: reads plain values, mints nothing
+        #expect(try inspected.eventLog.readKeyRecords { txn in try inspected.eventLog.activeKeyID(txn) } == nil)
+    }
+
+    /// Once a replica's events carry authenticators, a later one without is reported by `verify`:
+    /// a member authenticates every event it writes, so the authenticator was stripped.
+    @Test func aStrippedAuthenticatorAfterAuthenticatedEventsFailsVerify() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ in
+            try store.set("dark", for: .groupTheme)
+            try store.set("light", for: .groupTheme)
+            #expect(try store.verify().isSound)
+            var seen = 0
+            try rewriteWithChainKey(store) { event in
+                seen += 1
+                if seen == 2 { event.authenticator = nil }
+            }
+            let report = try store.verify()
+            #expect(!report.isSound)
+            #expect(report.firstProblem?.description.contains("carries no authenticator") == true)
+        }
+    }
 }

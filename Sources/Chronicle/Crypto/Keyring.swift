@@ -115,6 +115,7 @@ final class Keyring: EventSealer {
                 _ = try eventLog.writeKeyRecords { txn, head in try eventLog.keyChain(with: active, dataKey: key, txn, &head) }
             }
         } else if create {
+            try refuseIfActiveKeyWasRemoved()
             if case let .passphrase(passphrase, limits) = sourceValue {
                 // Argon2id runs here, never inside the write transaction that creates the key.
                 let salt = Sodium.randomBytes(PasswordHash.saltBytes)
@@ -126,6 +127,27 @@ final class Keyring: EventSealer {
         let chain = try eventLog.readKeyRecords { txn in try eventLog.chainKeyID(txn) }
         if let chain, let key = try? dataKey(chain) {
             eventLog.chainKeys.install(id: chain, from: key)
+        }
+    }
+
+    /// A member store that holds a data key its key source opens but no active key lost `dk.active`
+    /// to an edit (a forger re-chaining the log without the key deletes it): opening it must not
+    /// mint a new key over the forgery. Tries at most ``derivationsPerBatch`` salts.
+    /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
+    private func refuseIfActiveKeyWasRemoved() throws {
+        let records = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        var salts = Set<[UInt8]>()
+        for record in records {
+            if record.kind == .passphrase {
+                let salt = Self.kekCacheKey(salt: record.salt, limits: record.limits)
+                guard salts.contains(salt) || salts.count < Self.derivationsPerBatch else { continue }
+                salts.insert(salt)
+            }
+            guard (try? unwrap(record)) != nil else { continue }
+            throw ChronicleError.corruptMeta(
+                entry: "dk.active",
+                reason: "this store holds data key \(record.id), which its key source opens, but no active key: meta was edited or "
+                    + "damaged, and a new key would hide that. Nothing was written (a relay that becomes a member starts in a new directory)")
         }
     }
 

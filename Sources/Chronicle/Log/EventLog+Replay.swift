@@ -167,9 +167,19 @@ extension EventLog {
             do {
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
+                var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
                 let replay = try replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if let verifier {
+                        // A member authenticates every event it writes: once a replica's events carry
+                        // authenticators, a later one without is a stripped one.
+                        if event.authenticator != nil {
+                            authenticating.insert(event.replica)
+                        } else if authenticating.contains(event.replica) {
+                            throw ChronicleError.corruptRecord(
+                                sequence: sequence,
+                                reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
+                        }
                         if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
                         }
