@@ -72,4 +72,68 @@ struct CarrierCostBoundsTests {
             #expect(try victim.verify().isSound)
         }
     }
+
+    // MARK: - The quarantine
+
+    /// Forged events a member sets aside (junk: their authenticators do not verify).
+    func junkEvents(_ count: Int, like model: Event) -> [Event] {
+        (0..<count).map { _ in
+            var event = model
+            event.origin = ReplicaID.random()
+            event.payload = Sodium.randomBytes(32)
+            return event
+        }
+    }
+
+    /// A full quarantine of junk still takes an event waiting for its key, whole (over 64 KiB
+    /// too), and releases it when the key arrives: junk is evicted first.
+    @Test func aQuarantineFullOfJunkStillKeepsAndReleasesWaitingEvents() async throws {
+        try await withGroup { victim, _, spare in
+            let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first)
+            var junk = junkEvents(EventLog.quarantineCapacity, like: model)
+            while !junk.isEmpty {
+                let batch = Array(junk.prefix(4_096))
+                junk.removeFirst(batch.count)
+                _ = try victim.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: batch, opaque: []).encoded()), from: "a carrier")
+            }
+            #expect(try victim.eventLog.quarantineCount() == EventLog.quarantineCapacity)
+            // A new member writes a value over 64 KiB; its events arrive before its key does.
+            let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
+            let big = String(repeating: "x", count: 100 << 10)
+            try newcomer.set(big, for: .groupTheme)
+            var range = try EventRange(decoding: Array(try newcomer.exportRange(after: 0)))
+            let keys = range.keys
+            range.keys = []
+            let receipt = try victim.importRange(Data(range.encoded()), from: "a relay that lost the key")
+            #expect(receipt.quarantined == range.events.count)
+            #expect(try victim.quarantinedItems().filter { $0.reason == .awaitingKey }.count == range.events.count)
+            #expect(try victim.eventLog.quarantineCount() <= EventLog.quarantineCapacity)
+            // The key arrives (with another event of the newcomer's), and the waiting event applies whole.
+            try newcomer.set("after", for: .groupToken)
+            var later = try EventRange(decoding: Array(try newcomer.exportRange(after: range.upTo)))
+            later.keys = keys
+            _ = try victim.importRange(Data(later.encoded()), from: "a member")
+            #expect(victim[.groupTheme] == big)
+            #expect(try victim.value(for: .groupToken) == "after")
+            #expect(try victim.verify().isSound)
+        }
+    }
+
+    /// A received value larger than the store's `maxValueSize` is quarantined, never applied,
+    /// and the rest of its batch applies.
+    @Test func aReceivedValueOverTheSizeLimitIsQuarantined() async throws {
+        let directories = (0..<2).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        var small = passphraseConfiguration("the group")
+        small.maxValueSize = 1 << 10
+        let sender = try Store(directory: directories[0], configuration: passphraseConfiguration("the group"))
+        let receiver = try Store(directory: directories[1], configuration: small)
+        try sender.set(String(repeating: "x", count: 4 << 10), for: .groupTheme)
+        try sender.set("fits", for: .groupToken)
+        let receipt = try receiver.importRange(try sender.exportRange(after: 0), from: "a member")
+        #expect(receipt.applied == 1 && receipt.quarantined == 1)
+        #expect(receiver[.groupTheme] == "system")
+        #expect(try receiver.value(for: .groupToken) == "fits")
+        #expect(try receiver.quarantinedItems().map(\.reason) == [.tooLarge])
+    }
 }

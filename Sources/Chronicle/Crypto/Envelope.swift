@@ -17,6 +17,8 @@ struct Envelope: Sendable {
     static let version: UInt8 = 1
     static let algorithm: UInt8 = 1
     static let headerLength = 2 + KeyID.length + 24
+    /// What sealing adds to a payload: the header and the AEAD tag.
+    static let overhead = headerLength + 16
 
     var keyID: KeyID
     var nonce: [UInt8]

@@ -11,34 +11,91 @@ struct KeyScreening: Sendable {
     var retired: [UInt64] = []
 }
 
+/// How much the quarantine holds, read once per import transaction and kept up to date by it.
+struct QuarantineSpace {
+    var count: Int
+    var bytes: Int
+}
+
 /// The quarantine: items peers sent that failed validation or authentication.
 ///
 /// An item's id is the first 8 bytes of BLAKE2b-256(kind ‖ bytes), so the same item
 /// sent again (in every later batch, by a hostile or confused peer) is stored once.
+///
+/// Bounded by ``quarantineCapacity`` items and ``quarantineByteCapacity`` bytes. Items that may
+/// still apply (``QuarantinedItem/Reason/isWaiting``) are kept whole; every other item keeps at
+/// most its first 64 KiB (enough to list it). When full, items that will never apply are evicted
+/// first, oldest first; a waiting item evicts the oldest waiting ones only when nothing else is left.
 extension EventLog {
+    /// Sets an item aside; returns whether it was kept.
+    @discardableResult
     func quarantine(
         _ kind: QuarantinedItem.Kind, _ reason: QuarantinedItem.Reason, detail: String, bytes: [UInt8], source: String, now: UInt64,
-        _ txn: borrowing Transaction
-    ) throws {
+        _ space: inout QuarantineSpace?, _ txn: borrowing Transaction
+    ) throws -> Bool {
         let id = Array(GenericHash.hash([[kind.rawValue], bytes], length: 32).prefix(8))
-        guard try txn.get(dbs.quarantine, key: id) == nil else { return }
-        // Bounded: a carrier can fill it, not grow it without end. Past the cap, items are counted
-        // in the receipt but not kept; a kept item holds at most its first 64 KiB.
-        guard try txn.count(dbs.quarantine) < Self.quarantineCapacity else { return }
-        let kept = bytes.count > Self.quarantinedBytesLimit ? Array(bytes.prefix(Self.quarantinedBytesLimit)) : bytes
-        let record = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: kept)
-        try txn.put(dbs.quarantine, key: id, value: record.encoded())
+        guard try txn.get(dbs.quarantine, key: id) == nil else { return true }
+        let kept = reason.isWaiting || bytes.count <= Self.quarantinedBytesLimit ? bytes : Array(bytes.prefix(Self.quarantinedBytesLimit))
+        let value = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: kept).encoded()
+        if space == nil { space = try quarantineSpace(txn) }
+        guard var current = space, value.count <= Self.quarantineByteCapacity else { return false }
+        if current.count + 1 > Self.quarantineCapacity || current.bytes + value.count > Self.quarantineByteCapacity {
+            guard try makeRoom(for: value.count, waiting: reason.isWaiting, &current, txn) else {
+                space = current
+                return false
+            }
+        }
+        try txn.put(dbs.quarantine, key: id, value: value)
+        current.count += 1
+        current.bytes += value.count
+        space = current
+        return true
     }
 
     static let quarantineCapacity = 10_000
+    static let quarantineByteCapacity = 128 << 20
     static let quarantinedBytesLimit = 64 << 10
 
-    /// Takes out of the quarantine every event set aside as unauthenticated that now verifies (its
-    /// key arrived since), for the caller to apply.
+    func quarantineSpace(_ txn: borrowing Transaction) throws -> QuarantineSpace {
+        var space = QuarantineSpace(count: 0, bytes: 0)
+        try txn.scanInPlace(dbs.quarantine) { _, value in
+            space.count += 1
+            space.bytes += value.count
+            return true
+        }
+        return space
+    }
+
+    /// Evicts items until `size` more bytes and one more item fit, with a tenth of the capacity
+    /// to spare (one scan serves many arrivals): items that never apply first, oldest first, then
+    /// (only for a waiting newcomer) the oldest waiting ones. Returns whether room was made.
+    private func makeRoom(for size: Int, waiting: Bool, _ space: inout QuarantineSpace, _ txn: borrowing Transaction) throws -> Bool {
+        var candidates: [(waiting: Bool, arrival: UInt64, key: [UInt8], size: Int)] = []
+        try txn.scan(dbs.quarantine) { key, value in
+            let record = try? QuarantineRecord(decoding: value)
+            let isWaiting = record?.reason.isWaiting ?? false
+            if waiting || !isWaiting { candidates.append((isWaiting, record?.arrival ?? 0, key, value.count)) }
+            return true
+        }
+        candidates.sort { ($0.waiting ? 1 : 0, $0.arrival) < ($1.waiting ? 1 : 0, $1.arrival) }
+        let countTarget = Self.quarantineCapacity - Self.quarantineCapacity / 10 - 1
+        let byteTarget = Self.quarantineByteCapacity - Self.quarantineByteCapacity / 10 - size
+        for candidate in candidates {
+            if space.count <= countTarget && space.bytes <= byteTarget { break }
+            try txn.delete(dbs.quarantine, key: candidate.key)
+            space.count -= 1
+            space.bytes -= candidate.size
+        }
+        return space.count + 1 <= Self.quarantineCapacity && space.bytes + size <= Self.quarantineByteCapacity
+    }
+
+    /// Takes out of the quarantine every event waiting for its key that now verifies (its key
+    /// arrived since), for the caller to apply.
     func releaseQuarantined(verifiedBy verifier: any EventVerifier, _ txn: borrowing Transaction) throws -> [Event] {
         var released: [([UInt8], Event)] = []
         try txn.scan(dbs.quarantine) { key, value in
-            guard let record = try? QuarantineRecord(decoding: value), record.kind == .event, record.reason == .unauthenticated,
+            guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
+                record.reason == .awaitingKey || record.reason == .unauthenticated,
                 let event = try? Event(decoding: record.bytes), verifier.verify(event) == nil
             else { return true }
             released.append((key, event))
@@ -68,8 +125,8 @@ extension EventLog {
         try environment.read { txn in
             var ids = Set<KeyID>()
             try txn.scan(dbs.quarantine) { _, value in
-                guard let record = try? QuarantineRecord(decoding: value), record.kind == .event, record.reason == .unauthenticated,
-                    let event = try? Event(decoding: record.bytes)
+                guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
+                    record.reason == .awaitingKey || record.reason == .unauthenticated, let event = try? Event(decoding: record.bytes)
                 else { return true }
                 ids.formUnion(event.namedKeyIDs)
                 return true

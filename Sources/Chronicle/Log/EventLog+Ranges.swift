@@ -126,11 +126,12 @@ extension EventLog {
             var head = try LogHead.read(txn, dbs)
             let tip = (head.sequence, head.hlc, head.chain, head.chainKeyID)
             let now = UnixMilliseconds.now()
+            var space: QuarantineSpace?  // read when the first item is set aside
             committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
             for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
             for (record, reason, detail) in keys.rejected {
-                try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, txn)
+                try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, &space, txn)
                 receipt.quarantined += 1
             }
             var candidates = range.events
@@ -163,7 +164,7 @@ extension EventLog {
                             receipt.duplicates += 1
                         }
                     case let .reject(reason):
-                        try quarantine(.event, reason, detail: detail, bytes: event.encoded(), source: source, now: now, txn)
+                        try quarantine(.event, reason, detail: detail, bytes: encoded ?? event.encoded(), source: source, now: now, &space, txn)
                         receipt.quarantined += 1
                     }
                     continue
@@ -181,7 +182,7 @@ extension EventLog {
             for item in range.opaque {
                 if item.counter > Event.maxCounter || item.origin == writer {
                     let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
-                    try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, txn)
+                    try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, &space, txn)
                     receipt.quarantined += 1
                     continue
                 }
@@ -221,6 +222,9 @@ extension EventLog {
         guard event.counter <= Event.maxCounter else {
             return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
         }
+        guard event.payload.count <= maxReceivedPayload else {
+            return (.reject(.tooLarge), "a payload of \(event.payload.count) bytes; this store accepts values up to \(maxReceivedPayload - Envelope.overhead)")
+        }
         if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
             guard known != 0 else { return (.duplicate, "") }  // compacted away here: known, content no longer comparable
             guard let bytes = try txn.get(dbs.events, key: known.bigEndianBytes) else {
@@ -242,6 +246,8 @@ extension EventLog {
             return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
         }
         if let verifier, let problem = verdict ?? verifier.verify(event) {
+            // Named a key this member does not hold (yet): it waits for the key, whole.
+            if let id = event.authenticator?.keyID, !verifier.holdsKey(id) { return (.reject(.awaitingKey), problem) }
             return (.reject(.unauthenticated), problem)
         }
         if !event.sealed && (event.domain == .secrets || requireSealedDefaults) {

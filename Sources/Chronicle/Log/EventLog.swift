@@ -47,6 +47,9 @@ final class EventLog: Sendable {
 
     /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
     let driftMilliseconds: UInt64
+    /// The largest payload a received event may carry: the configuration's `maxValueSize`, and a
+    /// seal's overhead. Larger events are quarantined (``QuarantinedItem/Reason/tooLarge``).
+    let maxReceivedPayload: Int
     /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
     let logger: Logger
 
@@ -58,6 +61,7 @@ final class EventLog: Sendable {
         var options = EnvironmentOptions()
         options.mapSize = configuration.initialMapSize
         driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
+        maxReceivedPayload = configuration.maxValueSize + Envelope.overhead
         logger = configuration.logger
         let durability = configuration.durability
         switch durability {

@@ -23,8 +23,15 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
         case keyParametersOutOfBounds = 6
         /// An unsealed event for a domain this store seals (secrets, or every value with `encryptDefaults`).
         case unsealed = 7
-        /// A wrapped key past the number of new key derivations one batch may cost.
+        /// A wrapped key past the number of new key derivations one batch may cost: tried again by the next import.
         case derivationBudget = 8
+        /// A group member's store received an event authenticated or sealed with a key it does not
+        /// hold yet: kept whole, and applied when the key arrives and the event verifies.
+        case awaitingKey = 9
+        /// An event whose value is larger than this store accepts (``Store/Configuration/maxValueSize``).
+        case tooLarge = 10
+        /// An event of a newer format past what this store keeps to relay (see the README's trust model).
+        case relayLimit = 11
 
         public var description: String {
             switch self {
@@ -35,7 +42,10 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
             case .unopenableKey: "a wrapped key this replica's key source cannot open"
             case .keyParametersOutOfBounds: "key-derivation parameters out of bounds"
             case .unsealed: "unsealed value for a sealed domain"
-            case .derivationBudget: "more new key derivations than one batch may cost"
+            case .derivationBudget: "waits for a key derivation (one batch may run only a few)"
+            case .awaitingKey: "waits for the key it names"
+            case .tooLarge: "a value larger than this store accepts"
+            case .relayLimit: "past what this store keeps to relay"
             }
         }
     }
@@ -68,4 +78,10 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
     public var keyName: String?
     /// `true` when the event's payload is sealed (its value is never shown).
     public var isSealed: Bool
+}
+
+extension QuarantinedItem.Reason {
+    /// Whether an item set aside for this reason may still apply (it waits for a key or a
+    /// derivation): kept whole, and evicted only after every item that never will.
+    var isWaiting: Bool { self == .awaitingKey || self == .derivationBudget }
 }

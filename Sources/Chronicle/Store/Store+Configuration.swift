@@ -20,7 +20,8 @@ extension Store {
         public var durability: Durability
         /// Where the non-throwing API reports the errors it swallows. Secrets are never logged.
         public var logger: Logger
-        /// The largest encoded value accepted, in bytes. Default 64 MiB.
+        /// The largest encoded value accepted, in bytes: set here, or received from a peer (a
+        /// received event with a larger value is quarantined, never applied). Default 64 MiB.
         public var maxValueSize: Int
         /// The initial LMDB map size (address space only; the store grows it when full). Default 1 GiB.
         public var initialMapSize: Int
