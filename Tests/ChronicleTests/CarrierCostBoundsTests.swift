@@ -136,4 +136,59 @@ struct CarrierCostBoundsTests {
         #expect(try receiver.value(for: .groupToken) == "fits")
         #expect(try receiver.quarantinedItems().map(\.reason) == [.tooLarge])
     }
+
+    // MARK: - Newer-format items
+
+    /// Items of a "newer format" cost a carrier nothing to make. A member keeps none it cannot
+    /// authenticate, so four big files of them grow it by nothing and it relays none of them.
+    @Test func aMemberKeepsNoUnauthenticatedNewerFormatItems() async throws {
+        try await withGroup { victim, honest, _ in
+            let before = try victim.statistics()
+            for _ in 0..<4 {
+                let items = (0..<64).map { _ -> OpaqueEvent in
+                    let origin = ReplicaID.random()
+                    let bytes = [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + Sodium.randomBytes(64 << 10)
+                    return OpaqueEvent(origin: origin, counter: 1, bytes: bytes, reason: "")
+                }
+                let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
+                let receipt = try victim.importRange(Data(range.encoded()), from: "a carrier")
+                #expect(receipt.opaque == 0 && receipt.quarantined == 64)
+            }
+            let after = try victim.statistics()
+            #expect(after.records == before.records && after.relayOnly == 0)
+            #expect(after.quarantined <= EventLog.quarantineCapacity)
+            // Nothing of it travels on.
+            try await Replicator(store: honest, peers: [.store(victim)]).sync()
+            #expect(try honest.statistics().relayOnly == 0)
+        }
+    }
+
+    /// A store without the group's key (a relay) cannot tell a genuine newer-format item from junk:
+    /// it keeps them up to a bound, counts them in `stats`, and `compact(dropRelayOnly:)` drops them.
+    @Test func aRelayKeepsNewerFormatItemsUpToItsBound() throws {
+        try withTemporaryStore { relay, _ in
+            let total = EventLog.relayOnlyCapacity + 100
+            var sent = 0
+            var receipt = RangeReceipt()
+            while sent < total {
+                let count = min(EventRange.maxItems, total - sent)
+                let items = (0..<count).map { _ -> OpaqueEvent in
+                    let origin = ReplicaID.random()
+                    return OpaqueEvent(origin: origin, counter: 1, bytes: [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + [0xAA], reason: "")
+                }
+                let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
+                receipt.add(try relay.importRange(Data(range.encoded()), from: "a carrier"))
+                sent += count
+            }
+            #expect(receipt.opaque == EventLog.relayOnlyCapacity)
+            #expect(receipt.quarantined == 100)
+            #expect(try relay.quarantinedItems().allSatisfy { $0.reason == .relayLimit })
+            let stats = try relay.statistics()
+            #expect(stats.relayOnly == EventLog.relayOnlyCapacity && stats.relayOnlyBytes > 0)
+            let report = try relay.compact(dropRelayOnly: true)
+            #expect(report.relayOnlyDropped == EventLog.relayOnlyCapacity)
+            #expect(try relay.statistics().relayOnly == 0)
+            #expect(try relay.verify().isSound)
+        }
+    }
 }

@@ -343,9 +343,9 @@ struct MemberImportVerificationTests {
             for (index, bytes) in full.receivedBytes.enumerated() {
                 if index % 97 == 5 {
                     var newer = bytes
-                    newer[0] = 99  // a newer format: opaque, stored and relayed
+                    newer[0] = 99  // a newer format: opaque, stored and relayed (a member authenticated it)
                     newer[17 + 7] ^= 0x40  // its own identity
-                    items.append(newer)
+                    items.append(try retagged(newer, by: honest))
                 }
                 if index % 211 == 7 {
                     var altered = bytes

@@ -64,7 +64,7 @@ struct ReplicationTrustTests {
         try await withGroup { victim, honest, _ in
             let writer = try #require(try honest.replicaInfo().writer)
             let receipt = try victim.importRange(rangeFile(opaque: [opaqueSquat(origin: writer, counter: 3)]), from: "a file")
-            #expect(receipt.opaque == 1)  // stored: no authentication is asked of an opaque event
+            #expect(receipt.quarantined == 1)  // a member keeps only newer-format items a member authenticated
             for value in ["one", "two", "three"] { try honest.set(value, for: .groupTheme) }
             try await Replicator(store: victim, peers: [.store(honest)]).sync()
             #expect(victim[.groupTheme] == "three", "the member's own third write was suppressed by a carrier")

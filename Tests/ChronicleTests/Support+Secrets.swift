@@ -20,3 +20,24 @@ func passphraseConfiguration(_ passphrase: String, encryptDefaults: Bool = false
     configuration.travelKeyCost = .minimumForTesting
     return configuration
 }
+
+/// `event` (authenticated by `member`'s active key) re-dressed as an item of format 3: version
+/// byte 3, its authenticator recomputed, at the end where every format keeps it.
+func futureFormatItem(from event: Event, authenticatedBy member: Store) throws -> OpaqueEvent {
+    var bytes = event.encoded()
+    bytes[0] = 3
+    return OpaqueEvent(origin: event.origin, counter: event.counter, bytes: try retagged(bytes, by: member), reason: "")
+}
+
+/// `bytes` (an item with an authenticator at its end, under a key `member` holds) with its tag
+/// recomputed over what precedes it: what a member of a newer build would send.
+func retagged(_ bytes: [UInt8], by member: Store) throws -> [UInt8] {
+    let keyring = try member.crypto.get()
+    let (id, tagStart) = try #require(Event.trailingAuthenticator(bytes))
+    let key = try keyring.authenticationKey(id, dataKey: try keyring.dataKey(id))
+    let tag = bytes.withUnsafeBytes { AuthenticationTag(hashing: UnsafeRawBufferPointer(rebasing: $0[..<tagStart]), key: key) }
+    var result = bytes
+    result.replaceSubrange(tagStart..., with: tag.bytes)
+    return result
+}
+

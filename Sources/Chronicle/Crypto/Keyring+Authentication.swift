@@ -15,7 +15,7 @@ extension Keyring {
     }
 
     /// The authentication subkey of data key `id`, derived once.
-    private func authenticationKey(_ id: KeyID, dataKey: SecureBytes) throws -> KeyedHash {
+    func authenticationKey(_ id: KeyID, dataKey: SecureBytes) throws -> KeyedHash {
         if let key = state.withLock({ $0.authenticationKeys[id] }) { return key }
         let key = try KeyedHash(key: try KeyDerivation.derive(length: 32, id: 3, context: "chr.auth", from: dataKey), length: AuthenticationTag.length)
         state.withLock { $0.authenticationKeys[id] = key }
@@ -52,6 +52,22 @@ extension Keyring: EventVerifier {
         let expected = event.authenticationTag(keyID: authenticator.keyID, key: key, encoded: encoded)
         guard expected.matches(authenticator.tag) else {
             return "the authenticator does not verify: altered, or made without the group's key"
+        }
+        return nil
+    }
+
+    func verifyOpaque(_ bytes: [UInt8]) -> (problem: String, awaitingKey: Bool)? {
+        guard let (id, tagStart) = Event.trailingAuthenticator(bytes) else {
+            return ("an item of a newer format without an authenticator where every format keeps it", false)
+        }
+        guard let key = verificationKey(id) else {
+            return ("authenticated with key \(id), which this replica's key source does not open", true)
+        }
+        let (expected, tag) = bytes.withUnsafeBytes {
+            (AuthenticationTag(hashing: UnsafeRawBufferPointer(rebasing: $0[..<tagStart]), key: key), AuthenticationTag(loading: $0, at: tagStart))
+        }
+        guard expected.matches(tag) else {
+            return ("the authenticator does not verify: altered, or made without the group's key", false)
         }
         return nil
     }
@@ -107,6 +123,7 @@ extension Keyring {
         var known = try eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }
         var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
         for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
+        for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
         var waiting: Set<KeyID>?  // read only when a record names no event of the batch
         // The batch's own records first, those most of its events name first; then the records
         // earlier batches left waiting, oldest first (a record sent again is tried once).

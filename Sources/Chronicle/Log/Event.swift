@@ -152,6 +152,16 @@ struct Event: Sendable, Equatable {
     /// The identity prefix: version, origin, counter.
     static let identityLength = 1 + 16 + 8
 
+    /// The authenticator every format version keeps at its end (docs/FORMAT.md, 3.4): when the
+    /// 49th byte from the end is 1, the last 48 bytes are the key id and the tag, and the tag
+    /// covers every byte before it. Returns the key id and where the tag starts.
+    static func trailingAuthenticator(_ bytes: [UInt8]) -> (keyID: KeyID, tagStart: Int)? {
+        let length = 1 + KeyID.length + Authenticator.tagLength
+        guard bytes.count >= identityLength + length, bytes[bytes.count - length] == 1 else { return nil }
+        let id = bytes.withUnsafeBytes { KeyID(loading: $0, at: bytes.count - length + 1) }
+        return (id, bytes.count - Authenticator.tagLength)
+    }
+
     /// Parses an event in place; every offset is checked against the buffer's size.
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Parsed, DecodeFailure> {
         func failure(_ text: String) -> Result<Parsed, DecodeFailure> { .failure(DecodeFailure(description: text)) }

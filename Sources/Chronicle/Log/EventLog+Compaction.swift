@@ -26,7 +26,8 @@ extension EventLog {
     /// identities are kept as ranges per origin; record 1 becomes an anchor holding
     /// the old chain head; the log gets a new epoch, and push checkpoints are carried
     /// over to the new sequence numbers.
-    func compact(cutoffMilliseconds: UInt64) throws -> CompactionReport {
+    /// With `dropRelayOnly`, relay-only records (items this build cannot read, kept to relay) go too.
+    func compact(cutoffMilliseconds: UInt64, dropRelayOnly: Bool = false) throws -> CompactionReport {
         let now = UnixMilliseconds.now()
         let report = try environment.write { txn -> CompactionReport in
             var head = try LogHead.read(txn, dbs)
@@ -60,8 +61,12 @@ extension EventLog {
             var kept: [(sequence: UInt64, record: KeptRecord)] = []
             var dropped: [ReplicaID: [ClosedRange<UInt64>]] = [:]
             var droppedCount = 0
+            var relayOnlyDropped = 0
             var records = 0
-            _ = try replayLog(txn, opaque: { sequence, item in kept.append((sequence, .opaque(item))) }) { sequence, event in
+            let visitOpaque = { (sequence: UInt64, item: OpaqueEvent) in
+                if dropRelayOnly { relayOnlyDropped += 1 } else { kept.append((sequence, .opaque(item))) }
+            }
+            _ = try replayLog(txn, opaque: visitOpaque) { sequence, event in
                 records += 1
                 if keep.contains(sequence) || event.hlc.milliseconds >= cutoffMilliseconds {
                     kept.append((sequence, .event(event)))
@@ -71,7 +76,7 @@ extension EventLog {
                 }
             }
             let keptEvents = kept.count { if case .event = $0.record { true } else { false } }
-            guard droppedCount > 0 else {
+            guard droppedCount > 0 || relayOnlyDropped > 0 else {
                 return CompactionReport(recordsBefore: records, dropped: 0, kept: keptEvents, checkpointsCarried: 0)
             }
 
@@ -153,9 +158,10 @@ extension EventLog {
             }
             try txn.put(dbs.meta, key: MetaKey.epoch, value: epoch.bytes)  // before the head, whose MAC covers it
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
-            return CompactionReport(recordsBefore: records, dropped: droppedCount, kept: keptEvents, checkpointsCarried: carried.count)
+            return CompactionReport(
+                recordsBefore: records, dropped: droppedCount, kept: keptEvents, checkpointsCarried: carried.count, relayOnlyDropped: relayOnlyDropped)
         }
-        if report.dropped > 0 { observers.publishReset() }
+        if report.dropped > 0 || report.relayOnlyDropped > 0 { observers.publishReset() }
         return report
     }
 }

@@ -132,12 +132,13 @@ extension EventLog {
         let usedBytes = environment.usedBytes
         let mapSize = environment.mapSize
         return try environment.read { txn in
+            let relayOnly = try relayOnlySpace(txn)
             return StoreStatistics(
                 replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
-                dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), usedBytes: usedBytes, fileBytes: fileBytes,
-                mapSize: mapSize)
+                dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
+                relayOnlyBytes: relayOnly.bytes, usedBytes: usedBytes, fileBytes: fileBytes, mapSize: mapSize)
         }
     }
 

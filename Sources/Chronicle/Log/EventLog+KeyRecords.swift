@@ -24,6 +24,10 @@ protocol EventVerifier: Sendable {
     func verify(_ event: Event) -> String?
     /// Whether this verifier holds the data key `id` (unwrapped).
     func holdsKey(_ id: KeyID) -> Bool
+    /// `nil` when an item of a newer format carries, at the end where every format keeps it
+    /// (docs/FORMAT.md, 3.4), a valid authenticator under a key this verifier holds; else why not,
+    /// and whether it names a key this verifier does not hold (it may verify once that arrives).
+    func verifyOpaque(_ bytes: [UInt8]) -> (problem: String, awaitingKey: Bool)?
     /// ``verify(_:encoded:)`` of each event (`encoded` is empty or one per event), all at once:
     /// pure, so it runs before the import transaction takes the write lock, on every core.
     func verifyAll(_ events: [Event], encoded: [[UInt8]?]) -> [String?]

@@ -89,20 +89,29 @@ extension EventLog {
         return space.count + 1 <= Self.quarantineCapacity && space.bytes + size <= Self.quarantineByteCapacity
     }
 
-    /// Takes out of the quarantine every event waiting for its key that now verifies (its key
-    /// arrived since), for the caller to apply.
-    func releaseQuarantined(verifiedBy verifier: any EventVerifier, _ txn: borrowing Transaction) throws -> [Event] {
-        var released: [([UInt8], Event)] = []
+    /// Takes out of the quarantine every item waiting for its key that now verifies (its key
+    /// arrived since), for the caller to apply (events) or keep to relay (newer formats).
+    func releaseQuarantined(verifiedBy verifier: any EventVerifier, _ txn: borrowing Transaction) throws -> (events: [Event], opaque: [OpaqueEvent]) {
+        var keys: [[UInt8]] = []
+        var events: [Event] = []
+        var opaque: [OpaqueEvent] = []
         try txn.scan(dbs.quarantine) { key, value in
             guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
-                record.reason == .awaitingKey || record.reason == .unauthenticated,
-                let event = try? Event(decoding: record.bytes), verifier.verify(event) == nil
+                record.reason == .awaitingKey || record.reason == .unauthenticated
             else { return true }
-            released.append((key, event))
+            switch record.bytes.withUnsafeBytes({ Event.parse($0) }) {
+            case let .success(.event(event)) where verifier.verify(event) == nil:
+                events.append(event)
+            case let .success(.opaque(item)) where verifier.verifyOpaque(record.bytes) == nil:
+                opaque.append(item)
+            default:
+                return true
+            }
+            keys.append(key)
             return true
         }
-        for (key, _) in released { try txn.delete(dbs.quarantine, key: key) }
-        return released.map(\.1)
+        for key in keys { try txn.delete(dbs.quarantine, key: key) }
+        return (events, opaque)
     }
 
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
@@ -126,9 +135,13 @@ extension EventLog {
             var ids = Set<KeyID>()
             try txn.scan(dbs.quarantine) { _, value in
                 guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
-                    record.reason == .awaitingKey || record.reason == .unauthenticated, let event = try? Event(decoding: record.bytes)
+                    record.reason == .awaitingKey || record.reason == .unauthenticated
                 else { return true }
-                ids.formUnion(event.namedKeyIDs)
+                if let event = try? Event(decoding: record.bytes) {
+                    ids.formUnion(event.namedKeyIDs)
+                } else if let (id, _) = Event.trailingAuthenticator(record.bytes) {
+                    ids.insert(id)  // an item of a newer format
+                }
                 return true
             }
             return ids

@@ -66,6 +66,7 @@ extension EventLog {
                         if full(item.bytes.count) { return false }
                         opaque.append(item)
                         bytes += item.bytes.count + 16
+                        if let (id, _) = Event.trailingAuthenticator(item.bytes), !keyIDs.contains(id) { keyIDs.append(id) }
                     }
                 case .event:
                     let event = try record.event(sequence: sequence)
@@ -138,14 +139,17 @@ extension EventLog {
             var encodings = received
             // A verdict per candidate when a verifier checks them: `.some(nil)` authentic, `.some(reason)` not.
             var candidateVerdicts: [String??] = verdicts.map { $0.map { .some($0) } } ?? Array(repeating: nil, count: candidates.count)
+            var opaqueItems = range.opaque
             if let verifier, receipt.keys > 0 {
-                // Events set aside because their key had not arrived get another look now that it has
+                // Items set aside because their key had not arrived get another look now that it has
                 // (released only when they verify).
                 let released = try releaseQuarantined(verifiedBy: verifier, txn)
-                candidates += released
-                encodings += Array(repeating: nil, count: released.count)
-                candidateVerdicts += Array(repeating: .some(nil), count: released.count)
+                candidates += released.events
+                encodings += Array(repeating: nil, count: released.events.count)
+                candidateVerdicts += Array(repeating: .some(nil), count: released.events.count)
+                opaqueItems += released.opaque
             }
+            var relaySpace: QuarantineSpace?  // relay-only records in the log, read when first needed
             for index in candidates.indices {
                 let (event, encoded) = (candidates[index], encodings[index])
                 if let (screening, detail) = try screen(
@@ -158,7 +162,13 @@ extension EventLog {
                         // A store that verifies nothing cannot tell which of two events with one identity
                         // is genuine: it keeps the first, and stores and relays this one unapplied, so a
                         // carrier that squats an identity here cannot censor a member's real event.
-                        if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: event.encoded(), reason: detail), txn, &head) {
+                        let bytes = encoded ?? event.encoded()
+                        guard try relayRoom(bytes.count, &relaySpace, txn) else {
+                            try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
+                            receipt.quarantined += 1
+                            continue
+                        }
+                        if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: bytes, reason: detail), txn, &head) {
                             receipt.opaque += 1
                         } else {
                             receipt.duplicates += 1
@@ -179,10 +189,22 @@ extension EventLog {
                 receipt.applied += 1
                 committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
             }
-            for item in range.opaque {
+            for item in opaqueItems {
                 if item.counter > Event.maxCounter || item.origin == writer {
                     let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
                     try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, &space, txn)
+                    receipt.quarantined += 1
+                    continue
+                }
+                if let verifier {
+                    // A member keeps (and so relays) only what a member of its group authenticated.
+                    if let (problem, awaiting) = verifier.verifyOpaque(item.bytes) {
+                        try quarantine(.event, awaiting ? .awaitingKey : .unauthenticated, detail: problem, bytes: item.bytes, source: source, now: now, &space, txn)
+                        receipt.quarantined += 1
+                        continue
+                    }
+                } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, &relaySpace, txn) {
+                    try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, source: source, now: now, &space, txn)
                     receipt.quarantined += 1
                     continue
                 }
@@ -254,6 +276,38 @@ extension EventLog {
             return (.reject(.unsealed), event.domain == .secrets ? "an unsealed secret" : "an unsealed value; this store seals every value")
         }
         return nil
+    }
+
+    /// The most relay-only records (items this build cannot read, kept to relay by a store
+    /// that verifies nothing) a store keeps, and their most bytes.
+    static let relayOnlyCapacity = 65_536
+    static let relayOnlyByteCapacity = 64 << 20
+    static let relayLimitDetail = "this store keeps at most 65,536 relay-only records and 64 MiB; `chronicle compact --drop-relay-only` frees them"
+
+    /// Whether one more relay-only record of `size` bytes fits this store's bound (a store that
+    /// verifies nothing keeps what it cannot judge only up to it); counts it in when it does.
+    private func relayRoom(_ size: Int, _ space: inout QuarantineSpace?, _ txn: borrowing Transaction) throws -> Bool {
+        if space == nil { space = try relayOnlySpace(txn) }
+        guard var current = space, current.count < Self.relayOnlyCapacity, current.bytes + size <= Self.relayOnlyByteCapacity else {
+            return false
+        }
+        current.count += 1
+        current.bytes += size
+        space = current
+        return true
+    }
+
+    /// How many relay-only records the log holds, and their bytes.
+    func relayOnlySpace(_ txn: borrowing Transaction) throws -> QuarantineSpace {
+        var sequences: [UInt64] = []
+        try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
+            guard key.first == 0x4F else { return false }
+            if key.count == 33, let sequence = UInt64(bigEndianBytes: Array(value)) { sequences.append(sequence) }
+            return true
+        }
+        var space = QuarantineSpace(count: sequences.count, bytes: 0)
+        for sequence in sequences { space.bytes += try txn.get(dbs.events, key: sequence.bigEndianBytes)?.count ?? 0 }
+        return space
     }
 
     /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never

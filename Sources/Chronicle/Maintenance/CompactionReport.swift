@@ -10,4 +10,6 @@ public struct CompactionReport: Sendable, Equatable {
     public var kept: Int
     /// Push checkpoints carried over to the new sequence numbers (peers resume where they were).
     public var checkpointsCarried: Int
+    /// Relay-only records dropped (with `dropRelayOnly`).
+    public var relayOnlyDropped: Int = 0
 }

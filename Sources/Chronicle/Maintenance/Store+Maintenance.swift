@@ -68,9 +68,13 @@ extension Store {
     /// are carried over to the new sequence numbers (peers that pull from it start
     /// over, which is safe, only slower). Free pages are reused by later writes;
     /// ``reclaimSpace(directory:)`` shrinks the file.
-    public func compact(before cutoff: Date = .distantFuture) throws(ChronicleError) -> CompactionReport {
+    ///
+    /// - Parameter dropRelayOnly: also drop the relay-only records (events of newer formats,
+    ///   and second versions of an identity, that a store without the group's key keeps to relay;
+    ///   ``StoreStatistics/relayOnly`` counts them). Members that need them get them from another peer.
+    public func compact(before cutoff: Date = .distantFuture, dropRelayOnly: Bool = false) throws(ChronicleError) -> CompactionReport {
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff)) }
+        return try mappingErrors { try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff), dropRelayOnly: dropRelayOnly) }
     }
 
     /// Shrinks a store's data file to the pages in use: a compacting copy

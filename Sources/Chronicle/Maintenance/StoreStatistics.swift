@@ -24,6 +24,10 @@ public struct StoreStatistics: Sendable, Equatable {
     public var dataKeys: Int
     /// Items peers sent that were set aside (see ``Store/quarantinedItems()``).
     public var quarantined: Int
+    /// Relay-only records in the log: items kept only to relay (at most 65,536 and 64 MiB).
+    public var relayOnly: Int = 0
+    /// Their bytes.
+    public var relayOnlyBytes: Int = 0
     /// Bytes of the data file in use.
     public var usedBytes: Int
     /// Bytes of the data file on disk.

@@ -18,7 +18,7 @@ package struct RelayRange: Sendable {
         /// The item as received.
         package var bytes: [UInt8]
         /// The ids (16 bytes each) of the data keys it names: its seal's and its authenticator's
-        /// (none for an opaque event).
+        /// (for an item of a newer format, its trailing authenticator's).
         package var keyIDs: [[UInt8]] = []
     }
 
@@ -67,7 +67,10 @@ package struct RelayRange: Sendable {
                             bytes: item, keyIDs: event.namedKeyIDs.map(\.bytes)))
                 case let .success(.opaque(opaque)):
                     guard opaque.counter <= Self.maxCounter else { throw DecodeFailure(description: "item \(index): counter over 2^48") }
-                    events.append(Event(writer: opaque.origin.bytes, counter: opaque.counter, policy: nil, payloadSize: 0, bytes: item))
+                    events.append(
+                        Event(
+                            writer: opaque.origin.bytes, counter: opaque.counter, policy: nil, payloadSize: 0, bytes: item,
+                            keyIDs: Chronicle.Event.trailingAuthenticator(item).map { [$0.keyID.bytes] } ?? []))
                 case let .failure(error):
                     throw DecodeFailure(description: "item \(index): \(error.description)")
                 }
@@ -77,11 +80,14 @@ package struct RelayRange: Sendable {
         }
     }
 
-    /// The ids of the data keys an event item names (see ``Event/keyIDs``); none for an item that
-    /// does not decode as an event of a known format.
+    /// The ids of the data keys an event item names (see ``Event/keyIDs``): for an item of a
+    /// newer format, the key of the authenticator at its end.
     package static func keyIDs(ofItem item: [UInt8]) -> [[UInt8]] {
-        guard case let .success(.event(event)) = item.withUnsafeBytes({ Chronicle.Event.parse($0) }) else { return [] }
-        return event.namedKeyIDs.map(\.bytes)
+        switch item.withUnsafeBytes({ Chronicle.Event.parse($0) }) {
+        case let .success(.event(event)): event.namedKeyIDs.map(\.bytes)
+        case .success(.opaque): Chronicle.Event.trailingAuthenticator(item).map { [$0.keyID.bytes] } ?? []
+        case .failure: []
+        }
     }
 
     /// Whether a pull with `filter` carries an event of this `policy` and payload size.

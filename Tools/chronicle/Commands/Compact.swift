@@ -21,6 +21,8 @@ extension ChronicleCommand {
         @Option(help: ArgumentHelp("Drop history older than this date (ISO 8601).", valueName: "DATE")) var before: String?
         @Option(help: "Drop history older than this many days (default 30).") var olderThanDays: Int?
         @Flag(help: "Shrink the data file afterwards (no other process may have the store open).") var reclaim = false
+        @Flag(help: "Also drop relay-only records (newer-format items a store without the group's key keeps to relay).")
+        var dropRelayOnly = false
 
         func validate() throws {
             if before != nil && olderThanDays != nil { throw ValidationError("give --before or --older-than-days, not both") }
@@ -33,8 +35,9 @@ extension ChronicleCommand {
             let directory = options.directory
             do {
                 let store = try options.openExisting()
-                let report = try store.compact(before: cutoff)
-                print("records: \(report.recordsBefore) → \(report.kept + (report.dropped > 0 ? 1 : 0)); dropped \(report.dropped) events")
+                let report = try store.compact(before: cutoff, dropRelayOnly: dropRelayOnly)
+                print("records: \(report.recordsBefore) → \(report.kept + (report.dropped + report.relayOnlyDropped > 0 ? 1 : 0)); dropped \(report.dropped) events")
+                if report.relayOnlyDropped > 0 { print("dropped \(report.relayOnlyDropped) relay-only records") }
                 if report.checkpointsCarried > 0 { print("carried \(report.checkpointsCarried) push checkpoints over to the new sequence numbers") }
             }
             if reclaim {

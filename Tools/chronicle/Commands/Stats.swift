@@ -14,7 +14,8 @@ extension ChronicleCommand {
                 ["replica", stats.replicaID.hex], ["epoch", stats.epoch], ["head sequence", "\(stats.head)"],
                 ["log records", "\(stats.records)"], ["keys (defaults)", "\(stats.defaultsKeys)"], ["keys (secrets)", "\(stats.secretKeys)"],
                 ["known event ids", "\(stats.dots)"], ["held by drift guard", "\(stats.deferred)"], ["checkpoints", "\(stats.checkpoints)"],
-                ["data keys", "\(stats.dataKeys)"], ["quarantined", "\(stats.quarantined)"], ["bytes in use", "\(stats.usedBytes)"], ["file bytes", "\(stats.fileBytes)"],
+                ["data keys", "\(stats.dataKeys)"], ["quarantined", "\(stats.quarantined)"],
+                ["relay-only records", "\(stats.relayOnly) (\(stats.relayOnlyBytes) bytes)"], ["bytes in use", "\(stats.usedBytes)"], ["file bytes", "\(stats.fileBytes)"],
                 ["map size", "\(stats.mapSize)"],
             ])
         }
