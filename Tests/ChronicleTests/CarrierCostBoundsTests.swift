@@ -191,4 +191,34 @@ struct CarrierCostBoundsTests {
             #expect(try relay.verify().isSound)
         }
     }
+
+    // MARK: - Key records at a keyless relay
+
+    /// Key ids are public. Junk records under a member's id at a relay without the group's key,
+    /// five before the real record arrives and ten after, do not make the relay drop the real one:
+    /// a member pulling there opens the member's events (within a few imports: each junk record
+    /// costs it one derivation, a batch runs a few).
+    @Test func junkRecordsUnderAMembersKeyIDAtARelayDoNotCutItOff() async throws {
+        try await withGroup { victim, honest, relayDirectory in
+            var relayConfiguration = Store.Configuration()
+            relayConfiguration.travelKeyCost = .minimumForTesting
+            let relay = try Store(directory: relayDirectory, configuration: relayConfiguration)
+            try honest.set("from honest", for: .groupTheme)
+            let seen = try EventRange(decoding: Array(try honest.exportRange(after: 0)))
+            let real = try #require(seen.keys.first { key in seen.events.contains { $0.authenticator?.keyID == key.id && $0.key == Keys.groupTheme.name } })
+            var filler = try #require(seen.events.last)
+            func squat(_ count: Int) throws {
+                let junk = (0..<count).map { _ in junkKeyRecord(id: real.id, like: real) }
+                filler.origin = ReplicaID.random()
+                _ = try relay.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: junk, events: [filler], opaque: []).encoded()), from: "HTTP push")
+            }
+            try squat(5)
+            try await Replicator(store: honest, peers: [.store(relay)]).sync()
+            try squat(10)
+            for _ in 0..<6 where victim[.groupTheme] != "from honest" {
+                try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            }
+            #expect(victim[.groupTheme] == "from honest", "the relay dropped the member's real key record")
+        }
+    }
 }

@@ -139,10 +139,14 @@ extension EventLog {
     }
 
     /// Stores each wrapped key this log does not hold yet; returns how many were new. A different
-    /// record under an id it holds is kept as an alternate to relay (at most four per id).
+    /// record under an id it holds is kept as an alternate to relay: at most ``alternatesPerKey``
+    /// per id, a new one replacing the oldest alternate (the first record is never replaced).
+    /// A carrier that squats an id before the real record arrives, or floods it after, must send
+    /// more than that many records between the real one's arrival and the first member's pull.
     @discardableResult
     func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
         var added = 0
+        let now = UnixMilliseconds.now()
         for record in records {
             let encoded = record.encoded()
             guard let existing = try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) else {
@@ -150,21 +154,35 @@ extension EventLog {
                 added += 1
                 continue
             }
-            guard existing != encoded, try alternateKeys(record.id, txn).count < 4 else { continue }
-            try txn.put(dbs.meta, key: MetaKey.alternateKey(record.id, encoded), value: encoded)
+            guard existing != encoded else { continue }
+            let alternates = try alternateEntries(record.id, txn)
+            guard !alternates.contains(where: { $0.value == encoded }) else { continue }
+            if alternates.count >= Self.alternatesPerKey, let oldest = alternates.min(by: { $0.arrival < $1.arrival }) {
+                try txn.delete(dbs.meta, key: oldest.key)
+            }
+            try txn.put(dbs.meta, key: MetaKey.alternateKey(record.id, encoded, arrival: now), value: encoded)
         }
         return added
     }
 
-    /// The alternate records kept under key id `id`.
-    func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+    /// The most alternate records a store keeps under one key id.
+    static let alternatesPerKey = 16
+
+    /// The alternate records kept under key id `id`, with their `meta` keys and arrival (0: before it was recorded).
+    private func alternateEntries(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [(key: [UInt8], arrival: UInt64, value: [UInt8])] {
         let prefix = MetaKey.alternateKeyPrefix + id.bytes
-        var records: [WrappedKey] = []
+        var entries: [(key: [UInt8], arrival: UInt64, value: [UInt8])] = []
         try txn.scan(dbs.meta, from: prefix) { key, value in
             guard key.starts(with: prefix) else { return false }
-            if let record = try? WrappedKey(decoding: value) { records.append(record) }
+            let arrival = key.count == prefix.count + 16 ? UInt64(bigEndianBytes: Array(key[prefix.count..<prefix.count + 8])) ?? 0 : 0
+            entries.append((key, arrival, value))
             return true
         }
-        return records
+        return entries
+    }
+
+    /// The alternate records kept under key id `id`.
+    func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+        try alternateEntries(id, txn).compactMap { try? WrappedKey(decoding: $0.value) }
     }
 }

@@ -27,11 +27,12 @@ enum MetaKey {
     static let travelKeyPrefix = Array("dk.travel/".utf8)
     static func travelKey(_ id: KeyID) -> [UInt8] { travelKeyPrefix + id.bytes }
     /// Other records received under a key id this store already holds a record for (a store that
-    /// cannot open them keeps up to four, to relay: a carrier's record must not censor the real one):
-    /// `dk.alt/` ‖ key id ‖ first 8 bytes of BLAKE2b-256 of the record.
+    /// cannot open them keeps up to ``EventLog/alternatesPerKey``, to relay: a carrier's record must
+    /// not censor the real one): `dk.alt/` ‖ key id ‖ u64 arrival (Unix ms) ‖ first 8 bytes of
+    /// BLAKE2b-256 of the record. Stores before the arrival field wrote `dk.alt/` ‖ key id ‖ hash.
     static let alternateKeyPrefix = Array("dk.alt/".utf8)
-    static func alternateKey(_ id: KeyID, _ record: [UInt8]) -> [UInt8] {
-        alternateKeyPrefix + id.bytes + Array(GenericHash.hash(record).prefix(8))
+    static func alternateKey(_ id: KeyID, _ record: [UInt8], arrival: UInt64) -> [UInt8] {
+        alternateKeyPrefix + id.bytes + arrival.bigEndianBytes + Array(GenericHash.hash(record).prefix(8))
     }
     /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
     static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
