@@ -36,6 +36,8 @@ let package = Package(
         // name in an app's build graph.
         .systemLibrary(name: "CChronicleLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
         .systemLibrary(name: "CChronicleSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        // prctl for the tool (a header only: nothing to link).
+        .systemLibrary(name: "CChronicleSystem"),
 
         // Safe Swift wrappers.
         .target(name: "ChronicleLMDB", dependencies: ["CChronicleLMDB"]),
@@ -80,6 +82,7 @@ let package = Package(
             dependencies: [
                 "Chronicle",
                 "ChronicleSodium",
+                "ChronicleHTTP",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -96,6 +99,7 @@ let package = Package(
                 "Chronicle",
                 "ChronicleHTTP",
                 "ChronicleHub",
+                "CChronicleSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -174,9 +174,10 @@ public final class HubDatabase: Sendable {
     /// Appends a pushed range's new items to the tenant's log in one transaction: keys the
     /// tenant has not seen, events whose identity it has not stored (in range order); quotas
     /// checked before anything is written. Notifies every node.
-    func append(_ range: RelayRange, device: HubDevice) async throws -> RangeReceipt {
+    func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
         await appendGate.acquire(device.tenant)
         defer { appendGate.release(device.tenant) }
+        let range = try RelayRange(decoding: body)
         return try await transaction { connection in
             // The tenant's row lock serializes its appends: positions are numbered under it.
             let tenantRows = try await connection.query(

@@ -1,4 +1,5 @@
 import Chronicle
+public import ChronicleHTTP
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -32,6 +33,12 @@ public struct HubNode: Sendable {
     public var idleTimeout: Duration = .seconds(75)
     /// The most connections served at once. Default 1,024.
     public var maxConnections: Int = 1_024
+    /// The most connections one client address may hold at once, checked before any token is
+    /// read (0: no limit; set it to 0 or raise it behind a load balancer, which is one address). Default 64.
+    public var maxConnectionsPerAddress: Int = 64
+    /// The most bytes of push bodies the node holds at once; a push past it gets 503 with
+    /// `Retry-After`. Default 128 MiB.
+    public var maxBodyBytesInFlight: Int = 128 << 20
     /// Where requests and errors are logged (never values or tokens).
     public var logger: Logger
     let metrics: HubMetrics
@@ -52,14 +59,15 @@ public struct HubNode: Sendable {
     /// - Parameters:
     ///   - host: The address to bind, for example `127.0.0.1`.
     ///   - port: The port (0 picks a free one; `onRunning` says which).
+    ///   - tls: Serve HTTPS with this certificate and key (TLS 1.2 and 1.3, forward-secret suites only).
     ///   - onRunning: Called with the bound port once the node accepts connections.
     public func run(
-        host: String, port: Int, gracefulShutdownSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        host: String, port: Int, tls: ChronicleServer.TLS? = nil, gracefulShutdownSignals: Bool = false,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        let idle = TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)
         let app = Application(
             router: makeRouter(),
-            server: .http1(configuration: .init(idleTimeout: idle)),
+            server: try ChronicleServer.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls),
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "chronicle-hub",
                 availableConnectionsDelegate: .maximum(maxConnections, logger: logger)),
@@ -86,6 +94,7 @@ public struct HubNode: Sendable {
         let notifier = self.notifier
         let logger = self.logger
         let maxBodySize = self.maxBodySize
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
         let maxWait = Int(maxWait.components.seconds)
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
 
@@ -122,7 +131,8 @@ public struct HubNode: Sendable {
                 guard let id = ReplicaID(hex: hex) else { throw HubRefusal.badRequest("exclude must be a replica id (32 hex digits)") }
                 excluded = id.bytes
             }
-            let maxEvents = min(max(query.get("max", as: Int.self) ?? 256, 1), 4096)
+            guard let maxEvents = WireFormat.maxEvents(query.get("max")) else { throw HubRefusal.badRequest("max is a number of events (1 to 4096)") }
+            if let text = query.get("wait"), Int(text) == nil { throw HubRefusal.badRequest("wait is a number of seconds") }
             let wait = min(max(query.get("wait", as: Int.self) ?? 0, 0), maxWait)
             let generation = notifier.generation(device.tenant)
             var result = try await database.range(
@@ -147,15 +157,15 @@ public struct HubNode: Sendable {
 
         v1.post("range") { request, context -> Response in
             let device = try context.requireDevice()
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodySize {
-                throw HTTPError(.contentTooLarge, message: "a range of \(length) bytes is over the limit of \(maxBodySize)")
-            }
             var request = request
-            let body = try await request.collectBody(upTo: maxBodySize)
-            let range = try RelayRange(decoding: Array(body.readableBytesView))
-            let receipt = try await database.append(range, device: device)
-            metrics.eventsAppended.increment(by: Int64(receipt.applied))
-            return try json(receipt)
+            return try await budget.withReservation(request.bodyReservation(limit: maxBodySize)) {
+                let body = try await request.collectBody(limit: maxBodySize)
+                // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue
+                // of pushes holds bytes, not decoded ranges.
+                let receipt = try await database.append(Array(body.readableBytesView), device: device)
+                metrics.eventsAppended.increment(by: Int64(receipt.applied))
+                return try json(receipt)
+            }
         }
         return router
     }

@@ -15,10 +15,12 @@ func temporaryDirectory() -> URL {
 
 /// Runs a server for `store` on a free loopback port for the duration of `body`.
 func withServer<R: Sendable>(
-    _ store: Store, token: String = "test-token", maxBodySize: Int? = nil, _ body: @Sendable (URL) async throws -> R
+    _ store: Store, token: String = "test-token", maxBodySize: Int? = nil, configure: (inout ChronicleServer) -> Void = { _ in },
+    _ body: @Sendable (URL) async throws -> R
 ) async throws -> R {
     var server = ChronicleServer(store: store, token: token)
     if let maxBodySize { server.maxBodySize = maxBodySize }
+    configure(&server)
     let port = Mutex<Int?>(nil)
     let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
     defer { task.cancel() }

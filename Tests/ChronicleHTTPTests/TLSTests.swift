@@ -49,15 +49,19 @@ struct TLSTests {
         // TLS 1.0 and 1.1 are refused, 1.2 accepted (the client side is told to allow old versions,
         // so a refusal is the server's).
         let boundPort = port.withLock { $0 } ?? 0
-        func handshake(_ version: String) async throws -> Bool {
+        func handshake(_ version: String, ciphers: String = "DEFAULT:@SECLEVEL=0") async throws -> Bool {
             let result = try await Subprocess.run(
                 .path("/usr/bin/openssl"),
-                arguments: ["s_client", "-connect", "127.0.0.1:\(boundPort)", version, "-cipher", "DEFAULT:@SECLEVEL=0", "-brief"],
+                arguments: ["s_client", "-connect", "127.0.0.1:\(boundPort)", version, "-cipher", ciphers, "-brief"],
                 input: .none, output: .discarded, error: .discarded)
             return result.terminationStatus == .exited(0)
         }
         #expect(try await handshake("-tls1_2"))
         #expect(try await !handshake("-tls1"))
         #expect(try await !handshake("-tls1_1"))
+        // TLS 1.2 only with forward secrecy and an AEAD: RSA key exchange and CBC-SHA1 suites are refused.
+        #expect(try await handshake("-tls1_2", ciphers: "ECDHE-RSA-AES128-GCM-SHA256"))
+        #expect(try await !handshake("-tls1_2", ciphers: "AES128-GCM-SHA256:@SECLEVEL=0"))
+        #expect(try await !handshake("-tls1_2", ciphers: "ECDHE-RSA-AES128-SHA:@SECLEVEL=0"))
     }
 }

@@ -421,12 +421,17 @@ await replicationBenchmark()
             }
             let servers = LoopbackServers()
             defer { servers.stop() }
+            // Every simulated device connects from loopback: no per-address limit on either server.
             let nodeURLs = try await servers.start(2) { _, onRunning in
-                try await HubNode(database: try HubDatabase(url: hubDatabaseURL)).run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+                var node = HubNode(database: try HubDatabase(url: hubDatabaseURL))
+                node.maxConnectionsPerAddress = 0
+                try await node.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
             }
             let relay = try Store(directory: scratch.directory("hub-peer-serve"))
             let serveURL = try await servers.start(1) { _, onRunning in
-                try await ChronicleServer(store: relay, token: "bench").run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+                var server = ChronicleServer(store: relay, token: "bench")
+                server.maxConnectionsPerAddress = 0
+                try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
             }
             let one = try await pushAndPull(urls: [nodeURLs[0]], tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
             let two = try await pushAndPull(urls: nodeURLs, tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }

@@ -1,6 +1,13 @@
 import ArgumentParser
 import Chronicle
 import Foundation
+import CChronicleSystem
+
+/// Makes this process undumpable: no core file, and no other process of the same user may attach
+/// to read its memory (a `serve` holds the bearer token; most commands hold a passphrase or key).
+func keepSecretsOutOfCoreDumps() {
+    _ = chronicle_make_undumpable()
+}
 
 @main
 struct ChronicleCommand: AsyncParsableCommand {
@@ -27,6 +34,7 @@ struct ChronicleCommand: AsyncParsableCommand {
 
     /// Runs the command; errors other than the parser's own exit with status 2 (see the discussion).
     static func main() async {
+        keepSecretsOutOfCoreDumps()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -11,6 +11,14 @@ package enum WireFormat {
         return nil
     }
 
+    /// `max`: the events a pull returns at most, 256 when absent, clamped to 1…4,096; `nil` when
+    /// it is not a decimal number.
+    package static func maxEvents(_ text: String?) -> Int? {
+        guard let text else { return 256 }
+        guard !text.isEmpty, text.utf8.count <= 20, text.allSatisfy(\.isASCII), let value = Int(text) else { return nil }
+        return min(max(value, 1), 4096)
+    }
+
     package static func text(_ filter: RangeFilter) -> String {
         switch filter {
         case .syncable: "syncable"

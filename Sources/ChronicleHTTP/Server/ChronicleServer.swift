@@ -1,7 +1,7 @@
 public import Chronicle
 public import Foundation
 import Hummingbird
-import HummingbirdCore
+package import HummingbirdCore
 import HummingbirdTLS
 public import Logging
 import NIOCore
@@ -45,6 +45,12 @@ public struct ChronicleServer: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// The most connections served at once; more wait until one closes. Default 256.
     public var maxConnections: Int = 256
+    /// The most connections one client address may hold at once, checked before any request is
+    /// read (0: no limit, for a server behind a proxy). Default 32.
+    public var maxConnectionsPerAddress: Int = 32
+    /// The most bytes of push bodies held at once across every connection; a push past it gets
+    /// 503 with `Retry-After`. Importing a range takes several times its size. Default 160 MiB.
+    public var maxBodyBytesInFlight: Int = 160 << 20
     /// Where requests and errors are logged (never values or tokens).
     public var logger: Logger
 
@@ -68,17 +74,7 @@ public struct ChronicleServer: Sendable {
         host: String, port: Int, tls: TLS? = nil, gracefulShutdownSignals: Bool = false,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        // An idle connection is closed after `idleTimeout`, so a client that opens connections and
-        // sends nothing cannot hold them forever.
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)))
-        var serverBuilder = http1
-        if let tls {
-            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
-            let key = try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem)
-            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
-            configuration.minimumTLSVersion = .tlsv12  // TLS 1.0 and 1.1 are broken and deprecated (RFC 8996)
-            serverBuilder = try .tls(http1, tlsConfiguration: configuration)
-        }
+        let serverBuilder = try Self.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls)
         let app = Application(
             router: makeRouter(),
             server: serverBuilder,
@@ -95,11 +91,37 @@ public struct ChronicleServer: Sendable {
         }
     }
 
+    /// HTTP/1.1, or HTTPS with `tls`, as both servers speak it: connections idle for
+    /// `idleTimeout` are closed, one address holds at most `maxConnectionsPerAddress` (0: any
+    /// number), TLS is 1.2 or 1.3 with forward-secret AEAD suites only.
+    package static func serverBuilder(idleTimeout: Duration, maxConnectionsPerAddress: Int, tls: TLS?) throws -> HTTPServerBuilder {
+        // An idle connection is closed after `idleTimeout`, so a client that opens connections and
+        // sends nothing cannot hold them forever.
+        let perAddress = ConnectionsPerAddress(limit: maxConnectionsPerAddress)
+        let idle = TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)
+        let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: perAddress.handlers(), idleTimeout: idle))
+        guard let tls else { return http1 }
+        let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12  // TLS 1.0 and 1.1 are broken and deprecated (RFC 8996)
+        // TLS 1.2 only with forward secrecy and AEAD (every TLS 1.3 suite has both).
+        configuration.cipherSuites = Self.tls12CipherSuites
+        return try .tls(http1, tlsConfiguration: configuration)
+    }
+
+    /// The TLS 1.2 suites served: ECDHE key exchange and an AEAD cipher only.
+    static let tls12CipherSuites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
+
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: BearerTokenMiddleware(token: token, logger: logger))
         let store = self.store
         let maxBodySize = self.maxBodySize
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
         let logger = self.logger
 
         router.get("v1/info") { _, _ -> Response in
@@ -119,7 +141,9 @@ public struct ChronicleServer: Sendable {
                 exclude = id
             }
             let excluded = exclude
-            let maxEvents = min(max(query.get("max", as: Int.self) ?? 256, 1), 4096)
+            guard let maxEvents = WireFormat.maxEvents(query.get("max")) else {
+                throw HTTPError(.badRequest, message: "max is a number of events (1 to 4096)")
+            }
             let data = try await offload { try store.exportRange(after: after, filter: filter, excludingOrigin: excluded, maxEvents: maxEvents) }
             var headers = HTTPFields()
             headers[.contentType] = rangeMediaType
@@ -127,22 +151,21 @@ public struct ChronicleServer: Sendable {
         }
 
         router.post("v1/range") { request, context -> Response in
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodySize {
-                throw HTTPError(.contentTooLarge, message: "a range of \(length) bytes is over the limit of \(maxBodySize)")
-            }
             var request = request
-            let body = try await request.collectBody(upTo: maxBodySize)
-            let data = Data(body.readableBytesView)
-            do {
-                // On the imports' own thread: a push may run Argon2id for the keys it brings.
-                let receipt = try await importing { try store.importRange(data, from: "HTTP push") }
-                return try jsonResponse(receipt)
-            } catch let error as ChronicleError {
-                if case .malformedInput = error {
-                    logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
-                    throw HTTPError(.badRequest, message: error.description)
+            return try await budget.withReservation(request.bodyReservation(limit: maxBodySize)) {
+                let body = try await request.collectBody(limit: maxBodySize)
+                let data = Data(body.readableBytesView)
+                do {
+                    // On the imports' own thread: a push may run Argon2id for the keys it brings.
+                    let receipt = try await importing { try store.importRange(data, from: "HTTP push") }
+                    return try jsonResponse(receipt)
+                } catch let error as ChronicleError {
+                    if case .malformedInput = error {
+                        logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
+                        throw HTTPError(.badRequest, message: error.description)
+                    }
+                    throw error
                 }
-                throw error
             }
         }
         return router

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Chronicle
+import ChronicleHTTP
 import ChronicleHub
 import Foundation
 import Logging
@@ -17,14 +18,30 @@ extension ChronicleCommand {
     }
 }
 
-/// `--database URL`, else `CHRONICLE_HUB_DATABASE`.
+/// `--database URL` (no password in it: the command line is visible in `ps`), `--database-file
+/// FILE` (0600, yours), else `CHRONICLE_HUB_DATABASE`.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The PostgreSQL URL (or set CHRONICLE_HUB_DATABASE).", valueName: "URL"))
+    @Option(help: ArgumentHelp("The PostgreSQL URL without a password (or set CHRONICLE_HUB_DATABASE).", valueName: "URL"))
     var database: String?
+    @Option(help: ArgumentHelp("Read the PostgreSQL URL from this file (mode 0600, yours): for a URL with a password.", valueName: "FILE"))
+    var databaseFile: String?
+
+    func validate() throws {
+        if database != nil && databaseFile != nil { throw ValidationError("give --database or --database-file, not both") }
+        if let database, let url = URLComponents(string: database), url.password != nil {
+            throw ValidationError(
+                "--database holds a password, which every user of this machine sees in `ps`: put the URL in CHRONICLE_HUB_DATABASE or a file for --database-file")
+        }
+    }
 
     func open() throws -> HubDatabase {
-        guard let url = database ?? ProcessInfo.processInfo.environment["CHRONICLE_HUB_DATABASE"], !url.isEmpty else {
-            throw ValidationError("give the database: --database URL or CHRONICLE_HUB_DATABASE")
+        var url = database ?? ProcessInfo.processInfo.environment["CHRONICLE_HUB_DATABASE"]
+        if let databaseFile {
+            let bytes = try SecretFile.contents(of: URL(fileURLWithPath: databaseFile), what: "database URL file")
+            url = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let url, !url.isEmpty else {
+            throw ValidationError("give the database: CHRONICLE_HUB_DATABASE, --database-file FILE, or --database URL (without a password)")
         }
         return try HubDatabase(url: url, logger: Logger(label: "chronicle.hub"))
     }
@@ -62,10 +79,27 @@ extension ChronicleCommand.Hub {
         @OptionGroup var database: DatabaseOptions
         @Option(help: "The address to bind.") var host = "127.0.0.1"
         @Option(help: "The port (0: any free one).") var port = 8787
+        @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
+        @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
+        @Flag(help: "Serve plain HTTP on an address other machines reach (behind a proxy that terminates TLS).")
+        var insecure = false
+        @Option(help: "The most connections one client address may hold (0: no limit, behind a load balancer).")
+        var maxConnectionsPerAddress = 64
+
+        func validate() throws {
+            if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
+            if tlsCert == nil, !HTTPTransport.isLoopback(host: host), !insecure {
+                throw ValidationError(
+                    "plain HTTP on \(host) sends every device's token in the clear: give --tls-cert and --tls-key, or --insecure behind a proxy that terminates TLS")
+            }
+            if maxConnectionsPerAddress < 0 { throw ValidationError("--max-connections-per-address cannot be negative") }
+        }
 
         func run() async throws {
-            let node = HubNode(database: try database.open())
-            try await node.run(host: host, port: port, gracefulShutdownSignals: true) { bound in
+            var node = HubNode(database: try database.open())
+            node.maxConnectionsPerAddress = maxConnectionsPerAddress
+            let tls = tlsCert.flatMap { cert in tlsKey.map { ChronicleServer.TLS(certificateChain: URL(fileURLWithPath: cert), privateKey: URL(fileURLWithPath: $0)) } }
+            try await node.run(host: host, port: port, tls: tls, gracefulShutdownSignals: true) { bound in
                 // Written at once, not buffered: a supervisor reading a pipe sees it now.
                 FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
             }
@@ -76,14 +110,27 @@ extension ChronicleCommand.Hub {
         static let configuration = CommandConfiguration(abstract: "Add and list tenants.", subcommands: [Add.self, List.self, Quota.self])
 
         struct Add: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Add a tenant (a user or an organisation: its devices sync together).")
+            static let configuration = CommandConfiguration(
+                abstract: "Add a tenant (a user or an organisation: its devices sync together).",
+                discussion: "A new tenant gets quotas of 1,000,000 events and 1 GiB unless told otherwise (--unlimited for none).")
             @OptionGroup var database: DatabaseOptions
             @Argument(help: "The tenant's name.") var name: String
-            @Option(help: "The most events its log may hold.") var maxEvents: Int64?
-            @Option(help: "The most bytes of events its log may hold.") var maxBytes: Int64?
+            @Option(help: "The most events its log may hold (default 1,000,000).") var maxEvents: Int64?
+            @Option(help: "The most bytes of events its log may hold (default 1 GiB).") var maxBytes: Int64?
+            @Flag(help: "No quotas (one tenant's devices may then fill the database).") var unlimited = false
+
+            static let defaultMaxEvents: Int64 = 1_000_000
+            static let defaultMaxBytes: Int64 = 1 << 30
+
+            func validate() throws {
+                if unlimited, maxEvents != nil || maxBytes != nil { throw ValidationError("--unlimited takes no --max-events or --max-bytes") }
+                if (maxEvents ?? 1) < 1 || (maxBytes ?? 1) < 1 { throw ValidationError("a quota is at least 1") }
+            }
 
             func run() async throws {
-                let (name, maxEvents, maxBytes) = (name, maxEvents, maxBytes)
+                let name = name
+                let maxEvents = unlimited ? nil : maxEvents ?? Self.defaultMaxEvents
+                let maxBytes = unlimited ? nil : maxBytes ?? Self.defaultMaxBytes
                 let added = try await database.with { try await $0.addTenant(name, maxEvents: maxEvents, maxBytes: maxBytes) }
                 guard added else { throw ValidationError("a tenant named \(terminalSafe(name)) exists already") }
                 print("added tenant \(terminalSafe(name))")

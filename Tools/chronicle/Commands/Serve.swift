@@ -25,6 +25,8 @@ extension ChronicleCommand {
 
         @Flag(help: "Serve plain HTTP on an address other machines reach (the token and every value cross the network in the clear).")
         var insecure = false
+        @Option(help: "The most connections one client address may hold (0: no limit, behind a proxy).")
+        var maxConnectionsPerAddress = 32
 
         func validate() throws {
             if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
@@ -33,12 +35,14 @@ extension ChronicleCommand {
                 throw ValidationError("plain HTTP on \(host) sends the token and every value in the clear: give --tls-cert and --tls-key, or --insecure")
             }
             if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
+            if maxConnectionsPerAddress < 0 { throw ValidationError("--max-connections-per-address cannot be negative") }
         }
 
         func run() async throws {
             let secret = try tokenOptions.read()
             let store = try options.open()
-            let server = ChronicleServer(store: store, token: secret)
+            var server = ChronicleServer(store: store, token: secret)
+            server.maxConnectionsPerAddress = maxConnectionsPerAddress
             let tls = tlsCert.flatMap { cert in tlsKey.map { ChronicleServer.TLS(certificateChain: URL(fileURLWithPath: cert), privateKey: URL(fileURLWithPath: $0)) } }
             let scheme = tls == nil ? "http" : "https"
             let host = self.host

@@ -3,20 +3,14 @@ import Chronicle
 import ChronicleHTTP
 import Foundation
 
-/// The bearer-token options of `serve` and `sync`. The documented forms are a token file
-/// (0600, your own) and `CHRONICLE_TOKEN`: a token on the command line is visible to every
-/// user of the machine in `ps`.
+/// The bearer-token options of `serve` and `sync`: a token file (0600, your own) or
+/// `CHRONICLE_TOKEN`. There is no option for the token itself: the command line is visible to
+/// every user of the machine in `ps`.
 struct TokenOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Read the bearer token from this file (mode 0600, yours). Or set CHRONICLE_TOKEN.", valueName: "FILE"))
     var tokenFile: String?
-    @Option(help: ArgumentHelp("The bearer token itself: visible to other users in `ps`; prefer --token-file or CHRONICLE_TOKEN.", visibility: .hidden))
-    var token: String?
 
-    func validate() throws {
-        if token != nil && tokenFile != nil { throw ValidationError("give --token-file or --token, not both") }
-    }
-
-    /// The token from the file, the environment or the option, in that order of preference.
+    /// The token from the file, else the environment.
     func read() throws -> String {
         if let tokenFile {
             let bytes = try SecretFile.contents(of: URL(fileURLWithPath: tokenFile), what: "token file")
@@ -24,7 +18,6 @@ struct TokenOptions: ParsableArguments {
             guard !text.isEmpty else { throw ValidationError("the token file \(tokenFile) is empty") }
             return text
         }
-        if let token { return token }
         if let token = ProcessInfo.processInfo.environment["CHRONICLE_TOKEN"], !token.isEmpty { return token }
         throw ValidationError("give the bearer token: --token-file FILE or CHRONICLE_TOKEN")
     }
