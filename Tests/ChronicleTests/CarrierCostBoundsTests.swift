@@ -221,4 +221,76 @@ struct CarrierCostBoundsTests {
             #expect(victim[.groupTheme] == "from honest", "the relay dropped the member's real key record")
         }
     }
+
+    // MARK: - Sync rounds
+
+    /// A peer that answers each pull with a range that never reaches its head, or that always
+    /// starts below the position asked for.
+    struct EndlessPeer: SyncTransport {
+        enum Mode { case creeping, rewinding }
+        let mode: Mode
+        let id = ReplicaID.random()
+        let epoch = LogEpoch.random()
+        let head: UInt64 = 1 << 40
+
+        func info() async throws -> ReplicaInfo { ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: EventRange.protocolVersion, head: head, writer: .random()) }
+
+        func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+            let start = mode == .creeping ? after : 0
+            return Data(EventRange(source: id, epoch: epoch, after: start, upTo: start + 1, head: head, keys: [], events: [], opaque: []).encoded())
+        }
+
+        func push(_ range: Data) async throws -> RangeReceipt { RangeReceipt() }
+    }
+
+    /// A hostile peer cannot keep `sync()` running: a pull that never reaches the peer's head
+    /// stops after a bounded number of batches, one that keeps starting over after a few restarts.
+    @Test(arguments: [EndlessPeer.Mode.creeping, .rewinding])
+    func aPeerThatNeverReachesItsHeadCannotKeepASyncRunning(mode: EndlessPeer.Mode) async throws {
+        try await withTemporaryStore { store, _ in
+            var configuration = Replicator.Configuration()
+            configuration.maxPullBatches = 200
+            let replicator = Replicator(store: store, peers: [Peer(name: "endless", transport: EndlessPeer(mode: mode))], configuration: configuration)
+            let sync = Task { try await replicator.sync() }
+            let finished = await finishes(Task { _ = try? await sync.value }, within: .seconds(60))
+            #expect(finished, "the sync was still pulling after a minute")
+            await #expect(throws: ChronicleError.self) { try await sync.value }
+        }
+    }
+
+    // MARK: - Mailbox files
+
+    /// What anyone who can write the shared folder leaves there costs a member nothing: a huge
+    /// `mailbox.id` or a FIFO is refused at once with an error naming the file, and a `ranges/`
+    /// that is a symbolic link receives no member's push.
+    @Test func hostileMailboxFilesCostNothingAndRedirectNothing() async throws {
+        try await withGroup { victim, _, folder in
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let id = folder.appendingPathComponent("mailbox.id")
+            // A 64 MiB id file (the review's was 1.2 GB) and a FIFO: neither is read.
+            _ = FileManager.default.createFile(atPath: id.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: id)
+            try handle.truncate(atOffset: 64 << 20)
+            try handle.close()
+            let replicator = Replicator(store: victim, peers: [.directory(folder)])
+            await #expect(throws: ChronicleError.self) { try await replicator.sync() }
+            try FileManager.default.removeItem(at: id)
+            #expect(mkfifo(id.path, 0o600) == 0)
+            let fifoSync = Task { try await replicator.sync() }
+            #expect(await finishes(Task { _ = try? await fifoSync.value }, within: .seconds(30)), "a FIFO as mailbox.id stalled the sync")
+            await #expect(throws: ChronicleError.self) { try await fifoSync.value }
+            try FileManager.default.removeItem(at: id)
+            // ranges/ as a link to somewhere else: nothing is written there.
+            let elsewhere = folder.appendingPathComponent("elsewhere")
+            try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("ranges"), withDestinationURL: elsewhere)
+            await #expect(throws: ChronicleError.self) { try await replicator.sync() }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+            // Removed, the mailbox works again.
+            try FileManager.default.removeItem(at: folder.appendingPathComponent("ranges"))
+            try await replicator.sync()
+            #expect(try !FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("ranges").path).isEmpty)
+        }
+    }
 }
+

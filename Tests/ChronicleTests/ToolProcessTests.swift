@@ -71,5 +71,24 @@ struct ToolProcessTests {
         #expect(result.status == 64)
         #expect(result.stderr.contains("--tls-cert") && result.stderr.contains("--insecure"), "\(result.stderr)")
     }
+
+    /// `chronicle import` checks a file's size before reading it: a 2 GiB sparse file is refused
+    /// at once (it was read whole first), and a missing file is an error (status 2), not a usage one.
+    @Test func importChecksTheFileBeforeReadingIt() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let huge = directory.appendingPathComponent("huge.range")
+        _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: huge)
+        try handle.truncate(atOffset: 2 << 30)
+        try handle.close()
+        let store = directory.appendingPathComponent("store").path
+        let refused = try await runChronicle(["import", "--store", store, huge.path])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("at most 268435456 bytes"), "\(refused.stderr)")
+        let missing = try await runChronicle(["import", "--store", store, directory.appendingPathComponent("absent.range").path])
+        #expect(missing.status == 2, "\(missing.stderr)")
+    }
 }
 

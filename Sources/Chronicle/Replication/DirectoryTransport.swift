@@ -37,7 +37,7 @@ public struct DirectoryTransport: SyncTransport {
     }
 
     private func infoNow() throws -> ReplicaInfo {
-        ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: UInt64(rangeFiles().count))
+        ReplicaInfo(replicaID: try identity(), epoch: Self.epoch, protocolVersion: EventRange.protocolVersion, head: UInt64(try rangeFiles().count))
     }
 
     /// A range file as the mailbox's positions see it: its name, and its size and modification
@@ -58,7 +58,7 @@ public struct DirectoryTransport: SyncTransport {
 
     private func pullNow(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) throws -> Data {
         let id = try identity()
-        let entries = rangeFiles()
+        let entries = try rangeFiles()
         let names = entries.map(\.line)
         let last = UInt64(names.count)
         let start = min(after, last)
@@ -94,6 +94,7 @@ public struct DirectoryTransport: SyncTransport {
         var receipt = RangeReceipt()
         receipt.received = decoded.events.count + decoded.opaque.count
         guard receipt.received > 0 else { return receipt }
+        try checkRangesFolder()
         while try !PrivateFiles.publishNew(Array(range), at: rangesFolder.appendingPathComponent(Self.fileName(source: decoded.source))) {}
         receipt.applied = receipt.received
         receipt.keys = decoded.keys.count
@@ -111,8 +112,20 @@ public struct DirectoryTransport: SyncTransport {
         return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "-" + source.hex + "-" + random.hexString + ".range"
     }
 
+    /// Refuses a `ranges` entry that is not a plain folder: a symbolic link there (anyone who can
+    /// write the mailbox can make one) would send every member's pushes somewhere else.
+    private func checkRangesFolder() throws {
+        var status = stat()
+        guard lstat(rangesFolder.path, &status) == 0 else { return }  // absent: created by the first push
+        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw ChronicleError.io(
+                path: rangesFolder.path, reason: "the mailbox's ranges/ is a symbolic link or not a folder; remove it (pushes stay in the mailbox itself)")
+        }
+    }
+
     /// The range files, in name order (the mailbox's positions).
-    private func rangeFiles() -> [FileEntry] {
+    private func rangeFiles() throws -> [FileEntry] {
+        try checkRangesFolder()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: rangesFolder.path) else { return [] }
         // Temporary files of a publish start with "." and end in ".tmp"; everything else named *.range counts.
         return names.filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".range") }
@@ -144,12 +157,12 @@ public struct DirectoryTransport: SyncTransport {
     /// folder lost its pushes (restored from an older backup).
     func newestFileDigest(from source: ReplicaID) -> [UInt8]? {
         let marker = "-" + source.hex + "-"
-        return rangeFiles().last { $0.name.contains(marker) }.map { GenericHash.hash(Array($0.name.utf8)) }
+        return (try? rangeFiles())?.last { $0.name.contains(marker) }.map { GenericHash.hash(Array($0.name.utf8)) }
     }
 
     /// Whether a file whose name has `digest` (see ``newestFileDigest(from:)``) is still here.
     func holdsFile(digest: [UInt8]) -> Bool {
-        rangeFiles().contains { GenericHash.hash(Array($0.name.utf8)) == digest }
+        (try? rangeFiles())?.contains { GenericHash.hash(Array($0.name.utf8)) == digest } ?? false
     }
 
     /// BLAKE2b-256 of the files' lines (`name TAB size TAB mtime`), each followed by a newline:
@@ -163,15 +176,33 @@ public struct DirectoryTransport: SyncTransport {
 
     private func identity() throws -> ReplicaID {
         let file = directory.appendingPathComponent("mailbox.id")
-        if let text = try? String(contentsOf: file, encoding: .utf8), let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            return id
-        }
+        if let id = try Self.readIdentity(file) { return id }
         let fresh = ReplicaID.random()
         if try PrivateFiles.publishNew(Array((fresh.hex + "\n").utf8), at: file) { return fresh }
         // Another replica created it first: use theirs.
-        guard let text = try? String(contentsOf: file, encoding: .utf8),
-            let id = ReplicaID(hex: text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { throw ChronicleError.io(path: file.path, reason: "the mailbox id is unreadable") }
+        guard let id = try Self.readIdentity(file) else {
+            throw ChronicleError.io(path: file.path, reason: "the mailbox id is unreadable")
+        }
+        return id
+    }
+
+    /// The id in `mailbox.id`, `nil` when there is no such file. Opened only as a regular file of
+    /// at most 64 bytes, without following a link and without blocking (a FIFO, a device or a
+    /// huge file there costs nothing): anything else is refused, saying which file to remove.
+    private static func readIdentity(_ file: URL) throws -> ReplicaID? {
+        let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            throw ChronicleError.io(path: file.path, reason: "the mailbox id cannot be opened as a file (\(String(cString: strerror(errno)))); remove it")
+        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= 64,
+            let bytes = try? handle.read(upToCount: 65), bytes.count <= 64,
+            let id = ReplicaID(hex: String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw ChronicleError.io(path: file.path, reason: "the mailbox id is not a file of 32 hex digits; remove it (the next sync makes a new one)")
+        }
         return id
     }
 }

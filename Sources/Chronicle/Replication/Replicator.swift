@@ -29,6 +29,9 @@ public actor Replicator: Service {
         public var batchEvents: Int = 1024
         /// Payload bytes per batch (a larger single event travels alone). Default 1 MiB.
         public var batchBytes: Int = 1 << 20
+        /// The most batches one `sync()` pulls from one peer (a peer that never reaches its head
+        /// cannot keep a sync running); the next sync resumes where it stopped. Default 65,536.
+        public var maxPullBatches: Int = 65_536
         /// Called after every batch of a `sync()` with the peer's name and the events moved so far.
         public var progress: (@Sendable (_ peer: String, _ events: Int) -> Void)?
 
@@ -84,6 +87,9 @@ public actor Replicator: Service {
         return report
     }
 
+    /// How often one exchange starts its pull over because the peer's log changed under it.
+    static let maxRestarts = 3
+
     /// Pulls then pushes one peer's ranges for `filter`, batch by batch.
     private func exchange(with peer: Peer, filter: RangeFilter) async throws -> SyncReport.PeerReport {
         var report = SyncReport.PeerReport(peer: peer.name)
@@ -119,10 +125,28 @@ public actor Replicator: Service {
         var after = checkpoint.sequence
         var expectedChain = checkpoint.chain
         let source = "peer \(peer.name)"
+        // Bounded, whatever the peer answers: a pull ends at the head the peer named before it
+        // began (later changes wait for the next sync), starts over at most a few times, and
+        // runs at most `maxPullBatches` batches.
+        var restarts = 0
+        func startOver() throws {
+            restarts += 1
+            guard restarts <= Self.maxRestarts else {
+                throw ChronicleError.malformedInput("the peer's log changed under this sync \(Self.maxRestarts) times; sync again later")
+            }
+            after = 0
+            expectedChain = nil
+        }
+        var batches = 0
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
             try Task.checkCancellation()
+            batches += 1
+            guard batches <= configuration.maxPullBatches else {
+                throw ChronicleError.malformedInput(
+                    "the peer sent \(configuration.maxPullBatches) batches without reaching its head; what arrived is kept, sync again to go on")
+            }
             let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.writer, maxEvents: configuration.batchEvents)))
             guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
                 throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
@@ -130,16 +154,14 @@ public actor Replicator: Service {
             // The remote's positions moved under us (a mailbox pruned between `info()` and this
             // pull): what lies before our checkpoint now is unknown, so read it again from the start.
             if range.after < after {
-                after = 0
-                expectedChain = nil
+                try startOver()
                 if !passive { remoteWentBack = true }
                 continue
             }
             // The remote's log under our checkpoint is not the one we pulled (it was restored or
             // rolled back and wrote new records under old sequence numbers): start over from zero.
             if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
-                after = 0
-                expectedChain = nil
+                try startOver()
                 // A mailbox's positions shift when a late file sorts in or old files are pruned:
                 // read it again, but nothing pushed there was lost.
                 if !passive { remoteWentBack = true }
@@ -148,7 +170,7 @@ public actor Replicator: Service {
             report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source) })
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
-            if range.reachesHead || range.upTo <= after { break }
+            if range.reachesHead || range.upTo <= after || range.upTo >= remote.head { break }
             after = range.upTo
             expectedChain = range.upToChain
         }

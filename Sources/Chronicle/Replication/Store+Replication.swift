@@ -31,6 +31,9 @@ extension Store {
         }
     }
 
+    /// The largest range file (or pushed range) there is: 256 MiB.
+    public static let maxRangeFileSize = EventRange.maxEncodedSize
+
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///
     /// Re-sent events are skipped. What fails validation or authentication (see the trust

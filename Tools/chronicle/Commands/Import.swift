@@ -15,7 +15,7 @@ extension ChronicleCommand {
         @Argument(help: "The range file.") var file: String
 
         func run() throws {
-            guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
+            let data = try Self.readRangeFile(file)
             let progress = ProgressLine(label: "import")
             progress.update(0, of: 1)
             let receipt = try options.open().importRange(data, from: "file \(file)")
@@ -23,6 +23,23 @@ extension ChronicleCommand {
             print(
                 "received \(receipt.received), applied \(receipt.applied), duplicates \(receipt.duplicates), deferred \(receipt.deferred), "
                     + "quarantined \(receipt.quarantined), newer format (kept, not applied) \(receipt.opaque)")
+        }
+
+        /// The file's bytes, its size checked before any is read: a regular file of at most the
+        /// largest range (256 MiB), else an error saying what it is.
+        static func readRangeFile(_ path: String) throws -> Data {
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw ChronicleError.io(path: path, reason: "cannot open it to read (\(String(cString: strerror(errno))))")
+            }
+            defer { try? handle.close() }
+            var status = stat()
+            guard fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+                throw ChronicleError.io(path: path, reason: "not a regular file")
+            }
+            guard status.st_size <= Store.maxRangeFileSize else {
+                throw ChronicleError.invalidArgument("\(path) is \(status.st_size) bytes; a range file is at most \(Store.maxRangeFileSize) bytes")
+            }
+            return try handle.read(upToCount: Int(status.st_size) + 1) ?? Data()
         }
     }
 }
