@@ -292,5 +292,41 @@ struct CarrierCostBoundsTests {
             #expect(try !FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("ranges").path).isEmpty)
         }
     }
+
+    // MARK: - Version 1 events
+
+    /// A version-1 event as an older build wrote it (docs/FORMAT.md 3.2).
+    func versionOneEvent(key: String, value: String) -> [UInt8] {
+        var writer = ByteWriter(capacity: 128)
+        writer.u8(1)
+        writer.raw(ReplicaID.random().bytes)
+        writer.u64(1)
+        writer.u64(HLC.next(after: HLC(rawValue: 0), nowMilliseconds: UnixMilliseconds.now()).rawValue)
+        for byte in [Domain.defaults.rawValue, ChangeOperation.set.rawValue, SyncPolicy.manual.rawValue, ValueEncoding.string.rawValue, 0] { writer.u8(byte) }
+        writer.shortField(Array(key.utf8))
+        writer.longField(Array(value.utf8))
+        return writer.bytes
+    }
+
+    /// A member quarantines a received version-1 event (it carries no authenticator) as the bytes
+    /// that were sent, so its quarantine id is found from them; a store that verifies nothing logs
+    /// it as its version-2 encoding.
+    @Test func aVersionOneEventIsQuarantinedAsReceivedAndLoggedAsVersionTwo() async throws {
+        try await withGroup { victim, _, relayDirectory in
+            let bytes = versionOneEvent(key: Keys.groupTheme.name, value: "old build")
+            let range = RelayRange.encode(
+                source: ReplicaID.random().bytes, epoch: LogEpoch.random().bytes, after: 0, upTo: 0, head: 0, afterChain: RelayRange.emptyChain,
+                upToChain: RelayRange.emptyChain, keys: [], events: [bytes])
+            _ = try victim.importRange(Data(range), from: "an old build")
+            let expectedID = UInt64(bigEndianBytes: Array(GenericHash.hash([[QuarantinedItem.Kind.event.rawValue], bytes], length: 32).prefix(8)))
+            #expect(try victim.quarantinedItems().map(\.id) == [expectedID])
+            let relay = try Store(directory: relayDirectory)
+            #expect(try relay.importRange(Data(range), from: "an old build").applied == 1)
+            #expect(relay[.groupTheme] == "old build")
+            let logged = try relay.eventLog.environment.read { txn in try txn.get(relay.eventLog.dbs.events, key: UInt64(1).bigEndianBytes) }
+            #expect(logged.flatMap { try? LogRecord(decoding: $0, sequence: 1) }?.body.first == Event.formatVersion)
+            #expect(try relay.verify().isSound)
+        }
+    }
 }
 

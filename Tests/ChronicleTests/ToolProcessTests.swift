@@ -1,4 +1,5 @@
 @testable import Chronicle
+import ChronicleLMDB
 import Foundation
 import Subprocess
 import SystemPackage
@@ -89,6 +90,19 @@ struct ToolProcessTests {
         #expect(refused.stderr.contains("at most 268435456 bytes"), "\(refused.stderr)")
         let missing = try await runChronicle(["import", "--store", store, directory.appendingPathComponent("absent.range").path])
         #expect(missing.status == 2, "\(missing.stderr)")
+    }
+
+    /// `chronicle set` stores JSON canonical, as FORMAT.md 3.3 says every JSON payload is: object
+    /// keys sorted, whatever order they were typed in.
+    @Test func setStoresJSONWithSortedKeys() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let set = try await runChronicle(["set", "--store", directory.path, "profile", #"{"z":1,"a":null,"m":{"y":true,"b":[2,1]}}"#])
+        #expect(set.status == 0, "\(set.stderr)")
+        let store = try Store(directory: directory)
+        let entry = try #require(try store.eventLog.environment.read { txn in try txn.get(store.eventLog.dbs.defaults, key: Array("profile".utf8)) })
+        let payload = try ViewEntry(decoding: entry).payload
+        #expect(String(decoding: payload, as: UTF8.self) == #"{"a":null,"m":{"b":[2,1],"y":true},"z":1}"#)
     }
 }
 

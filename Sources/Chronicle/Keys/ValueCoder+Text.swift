@@ -37,7 +37,12 @@ extension ValueCoder {
             let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         {
             if let string = object as? String { return (.string, Array(string.utf8)) }
-            if object is [Any] || object is [String: Any] { return (.json, Array(data)) }
+            // Stored canonical, as every JSON payload is (FORMAT.md 3.3: object keys sorted).
+            if object is [Any] || object is [String: Any],
+                let canonical = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            {
+                return (.json, Array(canonical))
+            }
         }
         return (.string, Array(text.utf8))
     }

@@ -181,7 +181,8 @@ extension EventLog {
                 }
                 let deferred = event.hlc.milliseconds > UnixMilliseconds.adding(driftMilliseconds, to: now)
                 if !deferred { head.hlc = max(head.hlc, event.hlc) }
-                let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded)
+                // The log holds the current format only: an item of version 1 is logged re-encoded (FORMAT.md 3.2).
+                let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded?.first == Event.formatVersion ? encoded : nil)
                 if deferred {
                     try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
                     receipt.deferred += 1

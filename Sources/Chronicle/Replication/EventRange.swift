@@ -44,8 +44,9 @@ struct EventRange: Sendable {
     var events: [Event] {
         didSet { receivedBytes = [] }  // changed events are no longer what arrived
     }
-    /// The bytes each of `events` arrived as, when decoded from a range in the current event
-    /// format (so an import neither re-encodes nor re-hashes what it received); empty otherwise.
+    /// The bytes each of `events` arrived as, when decoded from a range (so an import neither
+    /// re-encodes nor re-hashes what it received, and quarantines the bytes as received); empty
+    /// for a range built in memory. A version-1 item is logged as its version-2 encoding.
     var receivedBytes: [[UInt8]] = []
     var opaque: [OpaqueEvent]
 
@@ -113,8 +114,6 @@ struct EventRange: Sendable {
                 }
             }
             try reader.expectEnd()
-            // Older-format items are re-encoded on import; keep raw bytes only when every one is current.
-            if receivedBytes.contains(where: { $0.first != Event.formatVersion }) { receivedBytes = [] }
         } catch {
             throw .malformedInput("range: \(error)")
         }
