@@ -51,7 +51,7 @@ struct ToolTests {
             #expect(lines.count == 2)
             for line in lines {
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-                for field in ["sequence", "origin", "timestamp", "domain", "key", "op", "policy", "sealed", "value"] {
+                for field in ["sequence", "origin", "writer", "counter", "timestamp", "domain", "key", "op", "policy", "sealed", "value"] {
                     #expect(object[field] != nil, "missing \(field)")
                 }
             }

@@ -7,7 +7,11 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             commandName: "keys",
             abstract: "The audit catalog: every key with domain, policy, size, revisions, last writer and sealing.",
-            discussion: "Example: chronicle keys --store ./store --json")
+            discussion: """
+                With --json, one object per key: key, domain, policy, size, revisions, lastWriter (the replica id
+                of the device whose change is current), lastChanged, sealed, removed.
+                Example: chronicle keys --store ./store --json
+                """)
 
         @OptionGroup var options: StoreOptions
         @Flag(help: "JSON Lines: one key per line.") var json = false

@@ -8,8 +8,8 @@ extension ChronicleCommand {
             abstract: "Print the events of the log, oldest first.",
             discussion: """
                 A sealed value is never printed. With --json, one JSON object per line (JSON Lines) with
-                sequence, origin, counter, timestamp, hlc, domain, key, op, policy, sealed, size and, for
-                unsealed sets, value.
+                sequence, origin (the device: its replica id), writer and counter (the event's identity),
+                timestamp, hlc, domain, key, op, policy, sealed, size and, for unsealed sets, value.
 
                 Examples:
                   chronicle log --store ./store
@@ -55,6 +55,7 @@ extension ChronicleCommand {
             var fields: [String] = [
                 "\"sequence\":\(entry.sequence)",
                 "\"origin\":\"\(entry.origin.hex)\"",
+                "\"writer\":\"\(entry.writer.hex)\"",
                 "\"counter\":\(entry.counter)",
                 "\"timestamp\":\"\(iso(entry.date))\"",
                 "\"hlc\":\(entry.timestamp.rawValue)",
