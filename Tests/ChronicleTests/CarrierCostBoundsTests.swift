@@ -328,5 +328,33 @@ struct CarrierCostBoundsTests {
             #expect(try relay.verify().isSound)
         }
     }
+
+    // MARK: - Key records of a newer build
+
+    /// The first device of a newer build sends a key record of a version this build does not know:
+    /// the range is not refused whole (that stalled every older device); a member cannot open the
+    /// record and sets aside only the events that need it, and a relay keeps it and passes it on.
+    @Test func aKeyRecordOfANewerVersionRejectsNoRange() async throws {
+        try await withGroup { victim, honest, relayDirectory in
+            let newerID = KeyID.random()
+            let newer = [UInt8(2)] + newerID.bytes + [UInt8(9)] + Sodium.randomBytes(80)  // version 2, an unknown kind
+            var event = try #require(try victimsRange(victim).events.first)
+            event.origin = ReplicaID.random()
+            event.authenticator?.keyID = newerID
+            let bytes = RelayRange.encode(
+                source: ReplicaID.random().bytes, epoch: LogEpoch.random().bytes, after: 0, upTo: 0, head: 0, afterChain: RelayRange.emptyChain,
+                upToChain: RelayRange.emptyChain, keys: [newer], events: [event.encoded()])
+            let receipt = try victim.importRange(Data(bytes), from: "a newer build")
+            #expect(receipt.quarantined == 1 && receipt.applied == 0)
+            #expect(try victim.quarantinedItems().map(\.reason) == [.awaitingKey])
+            let relay = try Store(directory: relayDirectory)
+            #expect(try relay.importRange(Data(bytes), from: "a newer build").applied == 1)
+            let passedOn = try EventRange(decoding: Array(try relay.exportRange(after: 0)))
+            #expect(passedOn.opaqueKeys == [newer])
+            try await HostilePeerTests().expectUnharmed(victim, honest)
+        }
+    }
+
+    func victimsRange(_ victim: Store) throws -> EventRange { try HostilePeerTests().victimsRange(victim) }
 }
 

@@ -62,6 +62,19 @@ struct WrappedKey: Sendable, Equatable {
         self.sealedKey = sealedKey
     }
 
+    /// Whether `bytes` is a wrapped-key record of a version or key-encryption kind this build does
+    /// not know, with the prefix every version keeps (`u8 version ‖ [16] key id`, FORMAT.md 6.2).
+    static func isOfNewerKind(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count >= 1 + KeyID.length + 1, bytes[0] >= 1 else { return false }
+        return bytes[0] != version || KeyEncryptionKind(rawValue: bytes[1 + KeyID.length]) == nil
+    }
+
+    /// The key id of a record of any version (see ``isOfNewerKind(_:)``).
+    static func keyID(ofRecord bytes: [UInt8]) -> KeyID? {
+        guard bytes.count >= 1 + KeyID.length else { return nil }
+        return KeyID(bytes: bytes[1..<(1 + KeyID.length)])
+    }
+
     /// Decodes a wrapped key; refuses KDF limits that could freeze a device.
     init(decoding bytes: [UInt8]) throws(DecodeFailure) {
         var reader = ByteReader(bytes)

@@ -155,14 +155,35 @@ extension EventLog {
                 continue
             }
             guard existing != encoded else { continue }
-            let alternates = try alternateEntries(record.id, txn)
-            guard !alternates.contains(where: { $0.value == encoded }) else { continue }
-            if alternates.count >= Self.alternatesPerKey, let oldest = alternates.min(by: { $0.arrival < $1.arrival }) {
-                try txn.delete(dbs.meta, key: oldest.key)
-            }
-            try txn.put(dbs.meta, key: MetaKey.alternateKey(record.id, encoded, arrival: now), value: encoded)
+            try addAlternate(encoded, id: record.id, arrival: now, txn)
         }
         return added
+    }
+
+    /// Keeps `record` (a wrapped key's bytes, of any version) as an alternate under `id`, unless
+    /// it is there already; the oldest alternate gives way past ``alternatesPerKey``.
+    func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing LogTransaction) throws {
+        let alternates = try alternateEntries(id, txn)
+        guard !alternates.contains(where: { $0.value == record }) else { return }
+        if alternates.count >= Self.alternatesPerKey, let oldest = alternates.min(by: { $0.arrival < $1.arrival }) {
+            try txn.delete(dbs.meta, key: oldest.key)
+        }
+        try txn.put(dbs.meta, key: MetaKey.alternateKey(id, record, arrival: arrival), value: record)
+    }
+
+    /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
+    /// relay, as alternates under the key id every version keeps at the same place.
+    func addNewerKindKeys(_ records: [[UInt8]], _ txn: borrowing LogTransaction) throws {
+        let now = UnixMilliseconds.now()
+        for record in records {
+            guard let id = WrappedKey.keyID(ofRecord: record) else { continue }
+            try addAlternate(record, id: id, arrival: now, txn)
+        }
+    }
+
+    /// The alternate records under key id `id` that this build cannot decode (a newer build's).
+    func newerKindKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [[UInt8]] {
+        try alternateEntries(id, txn).map(\.value).filter { WrappedKey.isOfNewerKind($0) }
     }
 
     /// The most alternate records a store keeps under one key id.

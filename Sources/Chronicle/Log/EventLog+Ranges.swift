@@ -85,9 +85,11 @@ extension EventLog {
             }
             // Each key as it travels, and any alternate records this store relays under its id.
             let keys = try keyIDs.flatMap { id in (try travelKey(id, txn).map { [$0] } ?? []) + (try alternateKeys(id, txn)) }
-            return EventRange(
+            var range = EventRange(
                 source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
                 afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: events, opaque: opaque)
+            range.opaqueKeys = try keyIDs.flatMap { id in try newerKindKeys(id, txn) }
+            return range
         }
     }
 
@@ -131,6 +133,8 @@ extension EventLog {
             committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
             for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
+            // A newer build's key records: a store that verifies nothing keeps them to relay; a member cannot open them.
+            if verifier == nil { try addNewerKindKeys(range.opaqueKeys, txn) }
             for (record, reason, detail) in keys.rejected {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, &space, txn)
                 receipt.quarantined += 1

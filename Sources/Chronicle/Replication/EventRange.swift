@@ -41,6 +41,9 @@ struct EventRange: Sendable {
     /// The chain hash of the source's record at `upTo`: what a checkpoint at `upTo` remembers.
     var upToChain: [UInt8]
     var keys: [WrappedKey]
+    /// Wrapped-key records of a version or key-encryption kind this build does not know (a newer
+    /// build's): kept to relay, as received, never opened. Each starts `u8 version ‖ [16] key id`.
+    var opaqueKeys: [[UInt8]] = []
     var events: [Event] {
         didSet { receivedBytes = [] }  // changed events are no longer what arrived
     }
@@ -56,7 +59,7 @@ struct EventRange: Sendable {
     func encoded() -> [UInt8] {
         RelayRange.encode(
             source: source.bytes, epoch: epoch.bytes, after: after, upTo: upTo, head: head, afterChain: afterChain,
-            upToChain: upToChain, keys: keys.map { $0.encoded() }, events: events.map { $0.encoded() } + opaque.map(\.bytes))
+            upToChain: upToChain, keys: keys.map { $0.encoded() } + opaqueKeys, events: events.map { $0.encoded() } + opaque.map(\.bytes))
     }
 
     /// Decodes and checks a whole range; throws `malformedInput` naming what is wrong.
@@ -97,7 +100,11 @@ struct EventRange: Sendable {
                 switch kind {
                 case 1:
                     guard events.isEmpty && opaque.isEmpty else { throw DecodeFailure(description: "item \(index): keys must precede events") }
-                    keys.append(try WrappedKey(decoding: item))
+                    if WrappedKey.isOfNewerKind(item) {
+                        opaqueKeys.append(item)  // a newer build's key record: relayed, never opened
+                    } else {
+                        keys.append(try WrappedKey(decoding: item))
+                    }
                 case 2:
                     switch item.withUnsafeBytes({ Event.parse($0) }) {
                     case let .success(.event(event)):

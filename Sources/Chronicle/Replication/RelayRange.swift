@@ -55,7 +55,10 @@ package struct RelayRange: Sendable {
                 let kind = try reader.u8()
                 let item = try reader.longField(limit: EventRange.maxEncodedSize)
                 if kind == 1 {
-                    keys.append(Key(id: try WrappedKey(decoding: item).id.bytes, bytes: item))
+                    // A newer build's record keeps its key id where every version does.
+                    let id = WrappedKey.isOfNewerKind(item) ? WrappedKey.keyID(ofRecord: item) : try WrappedKey(decoding: item).id
+                    guard let id else { throw DecodeFailure(description: "item \(index): a wrapped key without a key id") }
+                    keys.append(Key(id: id.bytes, bytes: item))
                     continue
                 }
                 switch item.withUnsafeBytes({ Chronicle.Event.parse($0) }) {
