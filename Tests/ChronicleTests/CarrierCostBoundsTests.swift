@@ -268,10 +268,7 @@ struct CarrierCostBoundsTests {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let id = folder.appendingPathComponent("mailbox.id")
             // A 64 MiB id file (the review's was 1.2 GB) and a FIFO: neither is read.
-            _ = FileManager.default.createFile(atPath: id.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: id)
-            try handle.truncate(atOffset: 64 << 20)
-            try handle.close()
+            try makeSparseFile(at: id, size: 64 << 20)
             let replicator = Replicator(store: victim, peers: [.directory(folder)])
             await #expect(throws: ChronicleError.self) { try await replicator.sync() }
             try FileManager.default.removeItem(at: id)

@@ -113,3 +113,11 @@ func finishes(_ task: Task<Void, Never>, within limit: Duration = .seconds(30)) 
         return first
     }
 }
+
+/// Makes `url` a sparse file of `size` bytes (no disk used): a huge file that costs a test nothing.
+func makeSparseFile(at url: URL, size: UInt64) throws {
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: url)
+    try handle.truncate(atOffset: size)
+    try handle.close()
+}

@@ -80,10 +80,7 @@ struct ToolProcessTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let huge = directory.appendingPathComponent("huge.range")
-        _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: huge)
-        try handle.truncate(atOffset: 2 << 30)
-        try handle.close()
+        try makeSparseFile(at: huge, size: 2 << 30)
         let store = directory.appendingPathComponent("store").path
         let refused = try await runChronicle(["import", "--store", store, huge.path])
         #expect(refused.status == 2)

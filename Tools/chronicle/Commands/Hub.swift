@@ -79,27 +79,16 @@ extension ChronicleCommand.Hub {
         @OptionGroup var database: DatabaseOptions
         @Option(help: "The address to bind.") var host = "127.0.0.1"
         @Option(help: "The port (0: any free one).") var port = 8787
-        @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
-        @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
-        @Flag(help: "Serve plain HTTP on an address other machines reach (behind a proxy that terminates TLS).")
-        var insecure = false
-        @Option(help: "The most connections one client address may hold (0: no limit, behind a load balancer).")
-        var maxConnectionsPerAddress = 64
+        @OptionGroup var server: ServerOptions
 
         func validate() throws {
-            if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
-            if tlsCert == nil, !HTTPTransport.isLoopback(host: host), !insecure {
-                throw ValidationError(
-                    "plain HTTP on \(host) sends every device's token in the clear: give --tls-cert and --tls-key, or --insecure behind a proxy that terminates TLS")
-            }
-            if maxConnectionsPerAddress < 0 { throw ValidationError("--max-connections-per-address cannot be negative") }
+            try server.validate(host: host)
         }
 
         func run() async throws {
             var node = HubNode(database: try database.open())
-            node.maxConnectionsPerAddress = maxConnectionsPerAddress
-            let tls = tlsCert.flatMap { cert in tlsKey.map { ChronicleServer.TLS(certificateChain: URL(fileURLWithPath: cert), privateKey: URL(fileURLWithPath: $0)) } }
-            try await node.run(host: host, port: port, tls: tls, gracefulShutdownSignals: true) { bound in
+            if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
+            try await node.run(host: host, port: port, tls: server.tls, gracefulShutdownSignals: true) { bound in
                 // Written at once, not buffered: a supervisor reading a pipe sees it now.
                 FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
             }
