@@ -71,10 +71,10 @@ extension EventLog {
     /// (only for a waiting newcomer) the oldest waiting ones. Returns whether room was made.
     private func makeRoom(for size: Int, waiting: Bool, _ space: inout QuarantineSpace, _ txn: borrowing Transaction) throws -> Bool {
         var candidates: [(waiting: Bool, arrival: UInt64, key: [UInt8], size: Int)] = []
-        try txn.scan(dbs.quarantine) { key, value in
-            let record = try? QuarantineRecord(decoding: value)
-            let isWaiting = record?.reason.isWaiting ?? false
-            if waiting || !isWaiting { candidates.append((isWaiting, record?.arrival ?? 0, key, value.count)) }
+        try txn.scanInPlace(dbs.quarantine) { key, value in
+            let header = QuarantineRecord.peek(value)
+            let isWaiting = header?.reason.isWaiting ?? false
+            if waiting || !isWaiting { candidates.append((isWaiting, header?.arrival ?? 0, Array(key), value.count)) }
             return true
         }
         candidates.sort { ($0.waiting ? 1 : 0, $0.arrival) < ($1.waiting ? 1 : 0, $1.arrival) }
@@ -95,20 +95,24 @@ extension EventLog {
         var keys: [[UInt8]] = []
         var events: [Event] = []
         var opaque: [OpaqueEvent] = []
-        try txn.scan(dbs.quarantine) { key, value in
-            guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
-                record.reason == .awaitingKey || record.reason == .unauthenticated
-            else { return true }
+        var waiting: [[UInt8]] = []
+        try txn.scanInPlace(dbs.quarantine) { key, value in
+            if let header = QuarantineRecord.peek(value), header.kind == .event, header.reason == .awaitingKey || header.reason == .unauthenticated {
+                waiting.append(Array(key))
+            }
+            return true
+        }
+        for key in waiting {
+            guard let value = try txn.get(dbs.quarantine, key: key), let record = try? QuarantineRecord(decoding: value) else { continue }
             switch record.bytes.withUnsafeBytes({ Event.parse($0) }) {
             case let .success(.event(event)) where verifier.verify(event) == nil:
                 events.append(event)
             case let .success(.opaque(item)) where verifier.verifyOpaque(record.bytes) == nil:
                 opaque.append(item)
             default:
-                return true
+                continue
             }
             keys.append(key)
-            return true
         }
         for key in keys { try txn.delete(dbs.quarantine, key: key) }
         return (events, opaque)
@@ -118,11 +122,12 @@ extension EventLog {
     func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] {
         try environment.read { txn in
             var found: [(UInt64, UInt64, WrappedKey)] = []
-            try txn.scan(dbs.quarantine) { key, value in
-                guard let id = UInt64(bigEndianBytes: key), let record = try? QuarantineRecord(decoding: value),
-                    record.kind == .wrappedKey, record.reason == .derivationBudget, let key = try? WrappedKey(decoding: record.bytes)
+            try txn.scanInPlace(dbs.quarantine) { key, value in
+                guard let header = QuarantineRecord.peek(value), header.kind == .wrappedKey, header.reason == .derivationBudget,
+                    let id = UInt64(bigEndianBytes: Array(key)), let record = try? QuarantineRecord(decoding: Array(value)),
+                    let wrapped = try? WrappedKey(decoding: record.bytes)
                 else { return true }
-                found.append((record.arrival, id, key))
+                found.append((header.arrival, id, wrapped))
                 return true
             }
             return found.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { ($0.1, $0.2) }
@@ -133,9 +138,10 @@ extension EventLog {
     func waitingKeyIDs() throws -> Set<KeyID> {
         try environment.read { txn in
             var ids = Set<KeyID>()
-            try txn.scan(dbs.quarantine) { _, value in
-                guard let record = try? QuarantineRecord(decoding: value), record.kind == .event,
-                    record.reason == .awaitingKey || record.reason == .unauthenticated
+            try txn.scanInPlace(dbs.quarantine) { _, value in
+                guard let header = QuarantineRecord.peek(value), header.kind == .event,
+                    header.reason == .awaitingKey || header.reason == .unauthenticated,
+                    let record = try? QuarantineRecord(decoding: Array(value))
                 else { return true }
                 if let event = try? Event(decoding: record.bytes) {
                     ids.formUnion(event.namedKeyIDs)
