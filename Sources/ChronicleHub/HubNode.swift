@@ -157,9 +157,7 @@ public struct HubNode: Sendable {
 
         v1.post("range") { request, context -> Response in
             let device = try context.requireDevice()
-            var request = request
-            return try await budget.withReservation(request.bodyReservation(limit: maxBodySize)) {
-                let body = try await request.collectBody(limit: maxBodySize)
+            return try await budget.withBody(of: request, limit: maxBodySize) { body in
                 // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue
                 // of pushes holds bytes, not decoded ranges.
                 let receipt = try await database.append(Array(body.readableBytesView), device: device)

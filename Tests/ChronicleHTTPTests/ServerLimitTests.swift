@@ -35,18 +35,25 @@ struct ServerLimitTests {
         }
     }
 
-    /// Bodies in flight share one budget: a push that would pass it is refused with 503 and
-    /// Retry-After before its body is read, and is taken once the budget frees.
+    /// Bodies in flight share one budget, counted as they arrive: a push that would pass it is
+    /// refused with 503 and Retry-After, and is taken once the budget frees. A push that declares
+    /// a large body and trickles it holds only what it sent.
     @Test func pushesPastTheBytesInFlightGetRetryAfter() async throws {
         let directories = Directories()
         let store = try Store(directory: directories.make())
         try await withServer(store, configure: { server in server.maxBodyBytesInFlight = 1 << 20 }) { url in
             let port = try #require(url.port)
-            // A push that declares 900 KB and sends nothing of it yet holds 900 KB of the budget.
-            let slow = try RawSocket(port: port, from: "127.0.0.3")
-            slow.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 900000\r\n\r\n")
+            // Declares 900 KB and sends 10 bytes: holds 10 bytes, so a 200 KB push goes through.
+            let trickle = try RawSocket(port: port, from: "127.0.0.4")
+            defer { trickle.close() }
+            trickle.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 900000\r\n\r\n0123456789")
             try await Task.sleep(for: .milliseconds(300))
             let range = try store.exportRange(after: 0)
+            #expect(try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "test-token", body: range).status == 200)
+            // Sends 900 KB of its 950 KB and stalls: those 900 KB are held.
+            let slow = try RawSocket(port: port, from: "127.0.0.3")
+            slow.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 950000\r\n\r\n" + String(repeating: "x", count: 900_000))
+            try await Task.sleep(for: .milliseconds(500))
             var request = HTTPClientRequest(url: url.appendingPathComponent("v1/range").absoluteString)
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer test-token")
@@ -97,4 +104,15 @@ struct ServerLimitTests {
             #expect(fine.status == 200)  // clamped to 4,096
         }
     }
+
+    /// Connections count per IPv4 address, and per /64 for IPv6 (a host owns a whole /64);
+    /// an IPv4-mapped address counts as its IPv4 address.
+    @Test func connectionsCountPerIPv4AddressAndPerIPv6Prefix() throws {
+        let client = ConnectionsPerAddress.client
+        #expect(client(try SocketAddress(ipAddress: "2001:db8:1:2::1", port: 1)) == client(try SocketAddress(ipAddress: "2001:db8:1:2:ffff::9", port: 2)))
+        #expect(client(try SocketAddress(ipAddress: "2001:db8:1:2::1", port: 1)) != client(try SocketAddress(ipAddress: "2001:db8:1:3::1", port: 1)))
+        #expect(client(try SocketAddress(ipAddress: "::ffff:10.0.0.1", port: 1)) == "10.0.0.1")
+        #expect(client(try SocketAddress(ipAddress: "10.0.0.1", port: 1)) == "10.0.0.1")
+    }
 }
+

@@ -112,8 +112,9 @@ extension Keyring {
     /// - Each (salt, cost) is derived once (``unwrapReceived(_:)``), and a batch runs at most
     ///   ``derivationsPerBatch`` derivations: for its own records first (those most of its events
     ///   name first), then for records earlier batches left waiting in the quarantine, oldest
-    ///   first. A junk record costs one derivation; junk in one batch never delays the genuine
-    ///   key of another, and a genuine key past its own batch's budget waits, never refused.
+    ///   first, one derivation always kept for those. A junk record costs one derivation; a
+    ///   genuine key past its batch's budget waits, never refused, and is reached after the
+    ///   waiting records ahead of it, whatever later batches bring.
     /// - Throws: `.corruptMeta` when this store's key records cannot be listed (a member would
     ///   otherwise quarantine genuine events whose keys it holds, saying nothing).
     func prepareImport(_ range: EventRange) throws -> KeyScreening {
@@ -134,6 +135,9 @@ extension Keyring {
             (item.element, deferred.first { $0.record == item.element }?.quarantineID)
         } + waitingRecords.map { ($0.record, Optional($0.quarantineID)) }
         let named = Set(naming.keys)
+        // One derivation of each batch is kept for the oldest waiting record, so a key left
+        // waiting is reached however many records later batches bring of their own.
+        let ownBudget = waitingRecords.isEmpty ? Self.derivationsPerBatch : Self.derivationsPerBatch - 1
         for (record, quarantineID) in candidates {
             if let quarantineID { screening.retired.append(quarantineID) }
             // A member stores the record that opens; another record under an id it holds is junk to it.
@@ -147,7 +151,8 @@ extension Keyring {
                 continue
             }
             if needsDerivation(record) {
-                guard derivations < Self.derivationsPerBatch else {
+                let budget = quarantineID == nil || !waitingRecords.contains(where: { $0.quarantineID == quarantineID }) ? ownBudget : Self.derivationsPerBatch
+                guard derivations < budget else {
                     screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
                     if quarantineID == nil {
                         screening.rejected.append(
@@ -173,10 +178,13 @@ extension Keyring {
         return screening
     }
 
-    /// The screening of a store whose keyring could not open: bounds only, every other key kept to relay.
+    /// The screening of a store that verifies nothing (a relay): the records an item of the batch
+    /// names, within the cost bounds, are kept to relay; a record no item names would never be
+    /// sent on (ranges carry only named keys), so it is not kept.
     static func screenWithoutKeyring(_ range: EventRange, minimum: PasswordHash.Limits) -> KeyScreening {
         var screening = KeyScreening()
-        for record in range.keys {
+        let named = range.namedKeyIDs
+        for record in range.keys where named.contains(record.id) {
             if let problem = boundsProblem(record, minimum: minimum) {
                 screening.rejected.append((record, .keyParametersOutOfBounds, problem))
             } else {
@@ -201,6 +209,15 @@ extension Keyring {
             return "Argon2id cost \(record.limits.opsLimit) passes / \(record.limits.memLimit) bytes is above SENSITIVE"
         }
         return nil
+    }
+}
+
+extension EventRange {
+    /// The key ids its items name: events' seals and authenticators, newer-format items' trailing authenticators.
+    var namedKeyIDs: Set<KeyID> {
+        var ids = Set(events.flatMap(\.namedKeyIDs))
+        for item in opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { ids.insert(id) } }
+        return ids
     }
 }
 

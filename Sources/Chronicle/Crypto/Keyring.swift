@@ -132,17 +132,12 @@ final class Keyring: EventSealer {
 
     /// A member store that holds a data key its key source opens but no active key lost `dk.active`
     /// to an edit (a forger re-chaining the log without the key deletes it): opening it must not
-    /// mint a new key over the forgery. Tries at most ``derivationsPerBatch`` salts.
+    /// mint a new key over the forgery. Tries every record (one derivation per salt and cost: only
+    /// someone who can write the store's files can add records here, and they could do worse).
     /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
     private func refuseIfActiveKeyWasRemoved() throws {
         let records = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
-        var salts = Set<[UInt8]>()
         for record in records {
-            if record.kind == .passphrase {
-                let salt = Self.kekCacheKey(salt: record.salt, limits: record.limits)
-                guard salts.contains(salt) || salts.count < Self.derivationsPerBatch else { continue }
-                salts.insert(salt)
-            }
             guard (try? unwrap(record)) != nil else { continue }
             throw ChronicleError.corruptMeta(
                 entry: "dk.active",

@@ -20,6 +20,9 @@ protocol EventSealer: Sendable {
 /// is authenticated by a member of the sync group. Runs inside the write transaction, so it
 /// uses only keys unwrapped beforehand (never Argon2id).
 protocol EventVerifier: Sendable {
+    /// Whether the store verifies what it imports (a member): only then does its log hold only
+    /// authenticated events, and an unauthenticated one after its replica's authenticated ones is damage.
+    var isMember: Bool { get }
     /// `nil` when the event is authentic, else why not.
     func verify(_ event: Event) -> String?
     /// Whether this verifier holds the data key `id` (unwrapped).
@@ -172,14 +175,18 @@ extension EventLog {
     }
 
     /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
-    /// relay, as alternates under the key id every version keeps at the same place.
-    func addNewerKindKeys(_ records: [[UInt8]], _ txn: borrowing LogTransaction) throws {
+    /// relay, as alternates under the key id every version keeps at the same place: only records
+    /// an item of the batch names (`named`), of at most ``newerKindRecordLimit`` bytes.
+    func addNewerKindKeys(_ records: [[UInt8]], named: Set<KeyID>, _ txn: borrowing LogTransaction) throws {
         let now = UnixMilliseconds.now()
-        for record in records {
-            guard let id = WrappedKey.keyID(ofRecord: record) else { continue }
+        for record in records where record.count <= Self.newerKindRecordLimit {
+            guard let id = WrappedKey.keyID(ofRecord: record), named.contains(id) else { continue }
             try addAlternate(record, id: id, arrival: now, txn)
         }
     }
+
+    /// The largest key record of a newer build kept to relay (today's are about 140 bytes).
+    static let newerKindRecordLimit = 4096
 
     /// The alternate records under key id `id` that this build cannot decode (a newer build's).
     func newerKindKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [[UInt8]] {

@@ -15,6 +15,9 @@ struct KeyScreening: Sendable {
 struct QuarantineSpace {
     var count: Int
     var bytes: Int
+    /// Set when the quarantine is full of waiting items: an item that never applies finds no
+    /// room for the rest of the transaction (without scanning it again for each).
+    var onlyWaitingLeft = false
 }
 
 /// The quarantine: items peers sent that failed validation or authentication.
@@ -40,7 +43,8 @@ extension EventLog {
         if space == nil { space = try quarantineSpace(txn) }
         guard var current = space, value.count <= Self.quarantineByteCapacity else { return false }
         if current.count + 1 > Self.quarantineCapacity || current.bytes + value.count > Self.quarantineByteCapacity {
-            guard try makeRoom(for: value.count, waiting: reason.isWaiting, &current, txn) else {
+            guard reason.isWaiting || !current.onlyWaitingLeft, try makeRoom(for: value.count, waiting: reason.isWaiting, &current, txn) else {
+                if !reason.isWaiting { current.onlyWaitingLeft = true }
                 space = current
                 return false
             }

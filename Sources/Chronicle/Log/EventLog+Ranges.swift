@@ -134,7 +134,7 @@ extension EventLog {
             for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
             receipt.keys = try addWrappedKeys(keys.accepted, txn)
             // A newer build's key records: a store that verifies nothing keeps them to relay; a member cannot open them.
-            if verifier == nil { try addNewerKindKeys(range.opaqueKeys, txn) }
+            if verifier == nil { try addNewerKindKeys(range.opaqueKeys, named: range.namedKeyIDs, txn) }
             for (record, reason, detail) in keys.rejected {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, &space, txn)
                 receipt.quarantined += 1

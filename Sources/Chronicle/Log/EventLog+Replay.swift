@@ -175,7 +175,7 @@ extension EventLog {
                         // authenticators, a later one without is a stripped one.
                         if event.authenticator != nil {
                             authenticating.insert(event.replica)
-                        } else if authenticating.contains(event.replica) {
+                        } else if verifier.isMember, authenticating.contains(event.replica) {
                             throw ChronicleError.corruptRecord(
                                 sequence: sequence,
                                 reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")

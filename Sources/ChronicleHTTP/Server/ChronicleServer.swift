@@ -151,9 +151,7 @@ public struct ChronicleServer: Sendable {
         }
 
         router.post("v1/range") { request, context -> Response in
-            var request = request
-            return try await budget.withReservation(request.bodyReservation(limit: maxBodySize)) {
-                let body = try await request.collectBody(limit: maxBodySize)
+            return try await budget.withBody(of: request, limit: maxBodySize) { body in
                 let data = Data(body.readableBytesView)
                 do {
                     // On the imports' own thread: a push may run Argon2id for the keys it brings.

@@ -2,6 +2,9 @@ import Hummingbird
 package import HummingbirdCore
 package import NIOCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The most connections one client address may hold open at once, checked when the connection
 /// opens, before any request (and so any token) is read: idle sockets from one address cannot
@@ -18,6 +21,19 @@ package final class ConnectionsPerAddress: Sendable {
     /// The handler each new connection gets (HTTP1 `additionalChannelHandlers`).
     package func handlers() -> [any RemovableChannelHandler] {
         limit > 0 ? [Guard(owner: self)] : []
+    }
+
+    /// Who a connection counts against: an IPv4 address, or the /64 an IPv6 address lies in
+    /// (a host usually owns a whole /64, so counting single IPv6 addresses would limit nothing);
+    /// an IPv4-mapped IPv6 address counts as its IPv4 address.
+    static func client(_ address: SocketAddress) -> String {
+        guard case .v6 = address, let text = address.ipAddress else { return address.ipAddress ?? "unknown" }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(AF_INET6, text, &bytes) == 1 else { return text }
+        if bytes.prefix(10).allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            return bytes.suffix(4).map(String.init).joined(separator: ".")
+        }
+        return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
     /// How many connections `address` holds now (for tests).
@@ -74,7 +90,7 @@ package final class ConnectionsPerAddress: Sendable {
         private func decide(_ context: ChannelHandlerContext) {
             guard !decided else { return }
             decided = true
-            let key = context.remoteAddress?.ipAddress ?? "unknown"
+            let key = context.remoteAddress.map(ConnectionsPerAddress.client) ?? "unknown"
             if owner.admit(key) {
                 address = key
             } else {
@@ -84,9 +100,10 @@ package final class ConnectionsPerAddress: Sendable {
     }
 }
 
-/// The bytes of request bodies a server holds at once, across every connection: a push reserves
-/// its declared length (or the largest body, when it declares none) before its body is read, and
-/// is refused with 503 and `Retry-After` when the budget is spent. Decoding and importing a range
+/// The bytes of request bodies a server holds at once, across every connection. A push reserves
+/// what it has sent as it arrives, and keeps it until its handler returns; one that would pass
+/// the budget is refused with 503 and `Retry-After`. A slow sender holds only what it sent, so
+/// declaring a large body and trickling it holds nothing up. Decoding and importing a range
 /// takes several times its size, so this bounds the memory pushes in flight can take.
 package final class BodyBudget: Sendable {
     package let capacity: Int
@@ -96,43 +113,43 @@ package final class BodyBudget: Sendable {
         self.capacity = capacity
     }
 
-    /// Reserves `bytes` while `body` runs.
-    /// - Throws: `HTTPError` 503 when the budget cannot hold them now.
-    package func withReservation<R>(_ bytes: Int, _ body: () async throws -> R) async throws -> R {
-        let granted = used.withLock { used in
+    /// Reads `request`'s body (at most `limit` bytes: 413 past it, declared or streamed),
+    /// reserving it as it arrives, and runs `handle` with it; the reservation ends when `handle` returns.
+    /// - Throws: `HTTPError` 413 for a body over `limit`, 503 when the budget cannot hold it now.
+    package func withBody<R>(of request: Request, limit: Int, _ handle: (ByteBuffer) async throws -> R) async throws -> R {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw HTTPError(.contentTooLarge, message: "a body of \(length) bytes is over the limit of \(limit)")
+        }
+        var reserved = 0
+        defer { release(reserved) }
+        var buffer = ByteBuffer()
+        for try await chunk in request.body {
+            guard buffer.readableBytes + chunk.readableBytes <= limit else {
+                throw HTTPError(.contentTooLarge, message: "a body over the limit of \(limit) bytes")
+            }
+            guard reserve(chunk.readableBytes) else {
+                var headers = HTTPFields()
+                headers[.retryAfter] = "1"
+                throw HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
+            }
+            reserved += chunk.readableBytes
+            buffer.writeImmutableBuffer(chunk)
+        }
+        return try await handle(buffer)
+    }
+
+    private func reserve(_ bytes: Int) -> Bool {
+        used.withLock { used in
             guard used + bytes <= capacity else { return false }
             used += bytes
             return true
         }
-        guard granted else {
-            var headers = HTTPFields()
-            headers[.retryAfter] = "1"
-            throw HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
-        }
-        defer { used.withLock { $0 -= bytes } }
-        return try await body()
+    }
+
+    private func release(_ bytes: Int) {
+        if bytes > 0 { used.withLock { $0 -= bytes } }
     }
 
     /// Bytes reserved now (for tests).
     package var reserved: Int { used.withLock { $0 } }
-}
-
-extension Request {
-    /// The body, at most `limit` bytes: 413 for a larger one, declared or streamed (chunked).
-    package mutating func collectBody(limit: Int) async throws -> ByteBuffer {
-        if let length = headers[.contentLength].flatMap(Int.init), length > limit {
-            throw HTTPError(.contentTooLarge, message: "a body of \(length) bytes is over the limit of \(limit)")
-        }
-        do {
-            return try await collectBody(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            // The stream passed the limit (a chunked body declares no length).
-            throw HTTPError(.contentTooLarge, message: "a body over the limit of \(limit) bytes")
-        }
-    }
-
-    /// What a push reserves of a ``BodyBudget``: its declared length, or `limit` when it declares none.
-    package func bodyReservation(limit: Int) -> Int {
-        headers[.contentLength].flatMap(Int.init).map { min($0, limit) } ?? limit
-    }
 }

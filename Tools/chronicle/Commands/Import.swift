@@ -28,10 +28,12 @@ extension ChronicleCommand {
         /// The file's bytes, its size checked before any is read: a regular file of at most the
         /// largest range (256 MiB), else an error saying what it is.
         static func readRangeFile(_ path: String) throws -> Data {
-            guard let handle = FileHandle(forReadingAtPath: path) else {
+            // Without blocking: opening a FIFO for reading would wait for a writer.
+            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else {
                 throw ChronicleError.io(path: path, reason: "cannot open it to read (\(String(cString: strerror(errno))))")
             }
-            defer { try? handle.close() }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             var status = stat()
             guard fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
                 throw ChronicleError.io(path: path, reason: "not a regular file")
