@@ -164,30 +164,31 @@ struct CarrierCostBoundsTests {
     }
 
     /// A store without the group's key (a relay) cannot tell a genuine newer-format item from junk:
-    /// it keeps them up to a bound, counts them in `stats`, and `compact(dropRelayOnly:)` drops them.
+    /// it keeps them up to a bound, a quarter of it per source, counts them in `stats`, and
+    /// `compact(dropRelayOnly:)` drops them.
     @Test func aRelayKeepsNewerFormatItemsUpToItsBound() throws {
         try withTemporaryStore { relay, _ in
-            let total = EventLog.relayOnlyCapacity + 100
-            var sent = 0
             var receipt = RangeReceipt()
-            while sent < total {
-                let count = min(EventRange.maxItems, total - sent)
+            func send(_ count: Int, from source: String) throws {
                 let items = (0..<count).map { _ -> OpaqueEvent in
                     let origin = ReplicaID.random()
                     return OpaqueEvent(origin: origin, counter: 1, bytes: [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + [0xAA], reason: "")
                 }
                 let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
-                receipt.add(try relay.importRange(Data(range.encoded()), from: "a carrier"))
-                sent += count
+                receipt.add(try relay.importRange(Data(range.encoded()), from: source))
             }
+            try send(EventLog.relayOnlyPerSource + 100, from: "carrier 0")  // 100 past its share
+            for source in 1..<4 { try send(EventLog.relayOnlyPerSource, from: "carrier \(source)") }
+            try send(100, from: "carrier 4")  // past the total
             #expect(receipt.opaque == EventLog.relayOnlyCapacity)
-            #expect(receipt.quarantined == 100)
+            #expect(receipt.quarantined == 200)
             #expect(try relay.quarantinedItems().allSatisfy { $0.reason == .relayLimit })
             let stats = try relay.statistics()
             #expect(stats.relayOnly == EventLog.relayOnlyCapacity && stats.relayOnlyBytes > 0)
+            #expect(stats.relayOnlyBySource["carrier 0"] == EventLog.relayOnlyPerSource && stats.relayOnlyBySource["carrier 4"] == nil)
             let report = try relay.compact(dropRelayOnly: true)
             #expect(report.relayOnlyDropped == EventLog.relayOnlyCapacity)
-            #expect(try relay.statistics().relayOnly == 0)
+            #expect(try relay.statistics().relayOnly == 0 && relay.statistics().relayOnlyBySource.isEmpty)
             #expect(try relay.verify().isSound)
         }
     }

@@ -156,6 +156,15 @@ extension EventLog {
                 value.chain = moved[low].chain
                 try txn.put(dbs.peers, key: push.key.withEpoch(epoch).bytes, value: value.encoded())
             }
+            if dropRelayOnly {
+                var tallies: [[UInt8]] = []
+                try txn.scan(dbs.meta, from: MetaKey.relaySourcePrefix) { key, _ in
+                    guard key.starts(with: MetaKey.relaySourcePrefix) else { return false }
+                    tallies.append(key)
+                    return true
+                }
+                for key in tallies { try txn.delete(dbs.meta, key: key) }
+            }
             try txn.put(dbs.meta, key: MetaKey.epoch, value: epoch.bytes)  // before the head, whose MAC covers it
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             return CompactionReport(

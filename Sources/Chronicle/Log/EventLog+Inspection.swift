@@ -138,7 +138,8 @@ extension EventLog {
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
                 dataKeys: try wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
-                relayOnlyBytes: relayOnly.bytes, usedBytes: usedBytes, fileBytes: fileBytes, mapSize: mapSize)
+                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
+                mapSize: mapSize)
         }
     }
 

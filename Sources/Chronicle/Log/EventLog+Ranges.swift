@@ -153,7 +153,7 @@ extension EventLog {
                 candidateVerdicts += Array(repeating: .some(nil), count: released.events.count)
                 opaqueItems += released.opaque
             }
-            var relaySpace: QuarantineSpace?  // relay-only records in the log, read when first needed
+            var relaySpace: (total: QuarantineSpace, source: QuarantineSpace)?  // relay-only records, read when first needed
             for index in candidates.indices {
                 let (event, encoded) = (candidates[index], encodings[index])
                 if let (screening, detail) = try screen(
@@ -167,7 +167,7 @@ extension EventLog {
                         // is genuine: it keeps the first, and stores and relays this one unapplied, so a
                         // carrier that squats an identity here cannot censor a member's real event.
                         let bytes = encoded ?? event.encoded()
-                        guard try relayRoom(bytes.count, &relaySpace, txn) else {
+                        guard try relayRoom(bytes.count, source: source, &relaySpace, txn) else {
                             try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
                             receipt.quarantined += 1
                             continue
@@ -208,7 +208,7 @@ extension EventLog {
                         receipt.quarantined += 1
                         continue
                     }
-                } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, &relaySpace, txn) {
+                } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, source: source, &relaySpace, txn) {
                     try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, source: source, now: now, &space, txn)
                     receipt.quarantined += 1
                     continue
@@ -287,19 +287,52 @@ extension EventLog {
     /// that verifies nothing) a store keeps, and their most bytes.
     static let relayOnlyCapacity = 65_536
     static let relayOnlyByteCapacity = 64 << 20
-    static let relayLimitDetail = "this store keeps at most 65,536 relay-only records and 64 MiB; `chronicle compact --drop-relay-only` frees them"
+    /// The share of those one source (a peer, a file, HTTP pushes) may fill: a quarter.
+    static let relayOnlyPerSource = relayOnlyCapacity / 4
+    static let relayOnlyBytesPerSource = relayOnlyByteCapacity / 4
+    static let relayLimitDetail =
+        "this store keeps at most 65,536 relay-only records and 64 MiB, a quarter of that per source; `chronicle compact --drop-relay-only` frees them"
 
-    /// Whether one more relay-only record of `size` bytes fits this store's bound (a store that
-    /// verifies nothing keeps what it cannot judge only up to it); counts it in when it does.
-    private func relayRoom(_ size: Int, _ space: inout QuarantineSpace?, _ txn: borrowing Transaction) throws -> Bool {
-        if space == nil { space = try relayOnlySpace(txn) }
-        guard var current = space, current.count < Self.relayOnlyCapacity, current.bytes + size <= Self.relayOnlyByteCapacity else {
-            return false
-        }
-        current.count += 1
-        current.bytes += size
-        space = current
+    /// Whether one more relay-only record of `size` bytes from `source` fits this store's bounds
+    /// (a store that verifies nothing keeps what it cannot judge only up to them, in total and
+    /// per source); counts it in, and in `source`'s tally in `meta`, when it does.
+    private func relayRoom(
+        _ size: Int, source: String, _ space: inout (total: QuarantineSpace, source: QuarantineSpace)?, _ txn: borrowing Transaction
+    ) throws -> Bool {
+        if space == nil { space = (try relayOnlySpace(txn), try relaySourceTally(source, txn)) }
+        guard var (total, perSource) = space, total.count < Self.relayOnlyCapacity, total.bytes + size <= Self.relayOnlyByteCapacity,
+            perSource.count < Self.relayOnlyPerSource, perSource.bytes + size <= Self.relayOnlyBytesPerSource
+        else { return false }
+        total.count += 1
+        total.bytes += size
+        perSource.count += 1
+        perSource.bytes += size
+        space = (total, perSource)
+        try txn.put(
+            dbs.meta, key: MetaKey.relaySource(source),
+            value: UInt64(perSource.count).bigEndianBytes + UInt64(perSource.bytes).bigEndianBytes + Array(source.utf8.prefix(1024)))
         return true
+    }
+
+    /// How many relay-only records `source` brought (kept in `meta` until they are dropped).
+    func relaySourceTally(_ source: String, _ txn: borrowing Transaction) throws -> QuarantineSpace {
+        guard let value = try txn.get(dbs.meta, key: MetaKey.relaySource(source)), value.count >= 16,
+            let count = UInt64(bigEndianBytes: Array(value[0..<8])), let bytes = UInt64(bigEndianBytes: Array(value[8..<16]))
+        else { return QuarantineSpace(count: 0, bytes: 0) }
+        return QuarantineSpace(count: Int(clamping: count), bytes: Int(clamping: bytes))
+    }
+
+    /// Every source's tally of relay-only records, by source.
+    func relaySourceTallies(_ txn: borrowing Transaction) throws -> [String: Int] {
+        var tallies: [String: Int] = [:]
+        try txn.scan(dbs.meta, from: MetaKey.relaySourcePrefix) { key, value in
+            guard key.starts(with: MetaKey.relaySourcePrefix) else { return false }
+            if value.count >= 16, let count = UInt64(bigEndianBytes: Array(value[0..<8])) {
+                tallies[String(decoding: value[16...], as: UTF8.self), default: 0] += Int(clamping: count)
+            }
+            return true
+        }
+        return tallies
     }
 
     /// How many relay-only records the log holds, and their bytes.

@@ -34,6 +34,12 @@ enum MetaKey {
     static func alternateKey(_ id: KeyID, _ record: [UInt8], arrival: UInt64) -> [UInt8] {
         alternateKeyPrefix + id.bytes + arrival.bigEndianBytes + Array(GenericHash.hash(record).prefix(8))
     }
+    /// How many relay-only records each source brought: `relay.src/` ‖ first 16 bytes of
+    /// BLAKE2b-256 of the source's UTF-8 name → u64 count ‖ u64 bytes ‖ the name (UTF-8).
+    static let relaySourcePrefix = Array("relay.src/".utf8)
+    static func relaySource(_ source: String) -> [UInt8] {
+        relaySourcePrefix + Array(GenericHash.hash(Array(source.utf8)).prefix(16))
+    }
     /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
     static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
 

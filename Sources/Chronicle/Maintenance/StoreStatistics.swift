@@ -28,6 +28,8 @@ public struct StoreStatistics: Sendable, Equatable {
     public var relayOnly: Int = 0
     /// Their bytes.
     public var relayOnlyBytes: Int = 0
+    /// How many relay-only records each source brought (a peer, a file, "HTTP push"), since they were last dropped.
+    public var relayOnlyBySource: [String: Int] = [:]
     /// Bytes of the data file in use.
     public var usedBytes: Int
     /// Bytes of the data file on disk.

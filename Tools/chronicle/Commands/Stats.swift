@@ -17,7 +17,7 @@ extension ChronicleCommand {
                 ["data keys", "\(stats.dataKeys)"], ["quarantined", "\(stats.quarantined)"],
                 ["relay-only records", "\(stats.relayOnly) (\(stats.relayOnlyBytes) bytes)"], ["bytes in use", "\(stats.usedBytes)"], ["file bytes", "\(stats.fileBytes)"],
                 ["map size", "\(stats.mapSize)"],
-            ])
+            ] + stats.relayOnlyBySource.sorted { $0.key < $1.key }.map { ["relay-only from \(terminalSafe($0.key))", "\($0.value)"] })
         }
     }
 }
