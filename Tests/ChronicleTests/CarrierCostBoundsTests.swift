@@ -275,7 +275,7 @@ struct CarrierCostBoundsTests {
             try FileManager.default.removeItem(at: id)
             #expect(mkfifo(id.path, 0o600) == 0)
             let fifoSync = Task { try await replicator.sync() }
-            #expect(await finishes(Task { _ = try? await fifoSync.value }, within: .seconds(30)), "a FIFO as mailbox.id stalled the sync")
+            #expect(await finishes(Task { _ = try? await fifoSync.value }, within: .seconds(60)), "a FIFO as mailbox.id stalled the sync")
             await #expect(throws: ChronicleError.self) { try await fifoSync.value }
             try FileManager.default.removeItem(at: id)
             // ranges/ as a link to somewhere else: nothing is written there.
