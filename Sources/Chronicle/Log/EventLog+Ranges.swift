@@ -167,7 +167,8 @@ extension EventLog {
                         // is genuine: it keeps the first, and stores and relays this one unapplied, so a
                         // carrier that squats an identity here cannot censor a member's real event.
                         let bytes = encoded ?? event.encoded()
-                        guard try relayRoom(bytes.count, source: source, &relaySpace, txn) else {
+                        let held = try txn.get(dbs.dots, key: Self.opaqueKey(bytes)) != nil  // a duplicate takes no room
+                        guard try held || relayRoom(bytes.count, source: source, &relaySpace, txn) else {
                             try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
                             receipt.quarantined += 1
                             continue
