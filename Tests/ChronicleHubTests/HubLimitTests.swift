@@ -51,5 +51,30 @@ extension HubTests {
             #expect(second.maxEvents == nil && second.maxBytes == nil)
         }
     }
+
+    /// `chronicle hub token issue --output FILE` writes the token to a new file of mode 0600, the
+    /// file `chronicle sync --token-file` accepts (a shell redirect made a 0644 file it refused).
+    @Test func anIssuedTokenFileIsPrivate() async throws {
+        let url = try #require(testDatabase)
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-token-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("phone.token")
+            for attempt in 0..<2 {
+                let result = try await Subprocess.run(
+                    .path(FilePath(try chronicleExecutable().path)),
+                    arguments: ["hub", "token", "issue", "--tenant", tenant, "--device", "phone", "--output", file.path],
+                    environment: .inherit.updating(["CHRONICLE_HUB_DATABASE": url]), output: .discarded, error: .string(limit: 1 << 16))
+                // The second refuses to overwrite the first's file, and issues nothing.
+                #expect(result.terminationStatus == .exited(attempt == 0 ? 0 : 2), "\(result.standardError)")
+            }
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
+            #expect(mode.intValue & 0o777 == 0o600)
+            let token = String(decoding: try SecretFile.contents(of: file, what: "token file"), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await hub.admin.device(token: token) == HubDevice(tenant: try await hub.tenantID(tenant), name: "phone"))
+        }
+    }
 }
 
