@@ -27,9 +27,15 @@ struct RawSocket {
         }
     }
 
+    /// Sends all of `text`, waiting while the socket's buffer is full (a send may take only part).
     func send(_ text: String) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return }  // the server closed the connection
+            sent += count
+        }
     }
 
     /// Whether the server closed the connection (or reset it) within `seconds`.
@@ -38,6 +44,13 @@ struct RawSocket {
         guard poll(&entry, 1, seconds * 1000) > 0 else { return false }
         var byte: UInt8 = 0
         return recv(descriptor, &byte, 1, Int32(MSG_PEEK)) <= 0
+    }
+
+    /// ``send(_:)`` on a thread of its own: a large send waits for the server to read, and must not
+    /// hold one of the cooperative pool's threads (the server's handlers need them to read).
+    func sendInBackground(_ text: String) {
+        let socket = self
+        Thread { socket.send(text) }.start()
     }
 
     func close() { _ = Glibc.close(descriptor) }
