@@ -1,7 +1,7 @@
 // The Usage snippet of README.md: compiled by every build; a test checks that README.md shows these lines.
 // snippet.hide
 import Chronicle
-import ChronicleHTTP
+
 import Foundation
 #if canImport(Observation)
 import Observation
@@ -12,7 +12,7 @@ let passphrase = "correct horse battery staple"
 func apply<T>(_ value: T) {}
 let other = try Store(directory: url.appendingPathComponent("other"))
 let sharedFolder = url.appendingPathComponent("shared")
-let t = "token"
+
 func render<A, B>(_ a: A, _ b: B) {}
 func project(_ change: LogEntry) {}
 var saved = LogCheckpoint.start
@@ -58,7 +58,7 @@ try store.migrate("2026-11-from-user-defaults") { store in         // runs once 
 }
 @Observable @MainActor final class Model { let theme = ObservedValue(.theme) }  // observed; a wrapper there needs @ObservationIgnored
 
-let replicator = Replicator(store: store, peers: [.store(other), .directory(sharedFolder), .http(url, token: t)])
+let replicator = Replicator(store: store, peers: [.store(other), .directory(sharedFolder)])  // .http(url, token:): HTTPClient trait
 try await replicator.sync()
 // snippet.hide
 // snippet.show

@@ -4,10 +4,10 @@ internal import CChronicleLMDB
 ///
 /// Open one with ``Environment/openDatabase(named:)``; the handle stays valid
 /// for the environment's lifetime and may be shared between threads.
-public struct Database: Sendable, Hashable {
+package struct Database: Sendable, Hashable {
     let dbi: MDB_dbi
     /// The database's name.
-    public let name: String
+    package let name: String
 
     init(dbi: MDB_dbi, name: String) {
         self.dbi = dbi
@@ -16,12 +16,12 @@ public struct Database: Sendable, Hashable {
 }
 
 /// Flags for ``Transaction/put(_:key:value:flags:)``.
-public struct PutFlags: OptionSet, Sendable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+package struct PutFlags: OptionSet, Sendable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Fail with ``LMDBError/keyExists`` if the key is present.
-    public static let noOverwrite = PutFlags(rawValue: UInt32(MDB_NOOVERWRITE))
+    package static let noOverwrite = PutFlags(rawValue: UInt32(MDB_NOOVERWRITE))
     /// Append at the end of the database; keys must arrive in increasing order.
-    public static let append = PutFlags(rawValue: UInt32(MDB_APPEND))
+    package static let append = PutFlags(rawValue: UInt32(MDB_APPEND))
 }

@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// How a commit reaches the disk.
-public enum SyncMode: Sendable, Hashable {
+package enum SyncMode: Sendable, Hashable {
     /// `fsync` on every commit: a committed transaction survives a power loss.
     case durable
     /// `MDB_NOMETASYNC`: data pages are synced, the meta page is not. A power
@@ -23,20 +23,20 @@ public enum SyncMode: Sendable, Hashable {
 }
 
 /// Options for opening an ``Environment``.
-public struct EnvironmentOptions: Sendable {
+package struct EnvironmentOptions: Sendable {
     /// Initial map size in bytes (address space only; the environment grows it when full).
-    public var mapSize: Int = 1 << 30
+    package var mapSize: Int = 1 << 30
     /// Maximum number of named databases.
-    public var maxDatabases: UInt32 = 16
+    package var maxDatabases: UInt32 = 16
     /// Maximum number of concurrent readers across every process using the environment.
-    public var maxReaders: UInt32 = 1022
+    package var maxReaders: UInt32 = 1022
     /// How commits reach the disk.
-    public var syncMode: SyncMode = .durable
+    package var syncMode: SyncMode = .durable
     /// The permission bits of the data and lock files.
-    public var fileMode: UInt32 = 0o600
+    package var fileMode: UInt32 = 0o600
 
     /// Creates the default options.
-    public init() {}
+    package init() {}
 }
 
 /// An open LMDB environment: one memory-mapped file holding named databases.
@@ -53,7 +53,7 @@ public struct EnvironmentOptions: Sendable {
 /// `Mutex`-guarded pool); write transactions live inside one ``write(_:)`` call
 /// on one thread; map size changes run under the exclusive lock, when no
 /// transaction of this process is active, as LMDB requires.
-public final class Environment: @unchecked Sendable {
+package final class Environment: @unchecked Sendable {
     private let env: OpaquePointer
     private let lock = ReadWriteLock()
     private let idleReaders = Mutex<[IdleReader]>([])
@@ -62,9 +62,9 @@ public final class Environment: @unchecked Sendable {
     private static let rememberedCommits = 256
     private static let maxIdleReaders = 64
     /// The filesystem path of the environment's directory.
-    public let path: String
+    package let path: String
     /// The sync mode the environment was opened with.
-    public let syncMode: SyncMode
+    package let syncMode: SyncMode
     /// The directory's identity, claimed for this environment in ``OpenFiles``.
     private let file: OpenFiles.FileID
 
@@ -73,7 +73,7 @@ public final class Environment: @unchecked Sendable {
     /// The directory must exist. Stale reader slots left by dead processes are
     /// cleared on open.
     /// - Throws: ``LMDBError`` when the file cannot be opened.
-    public init(path: String, options: EnvironmentOptions = .init()) throws {
+    package init(path: String, options: EnvironmentOptions = .init()) throws {
         let file = try OpenFiles.claim(path)
         do {
             (env, self.path, syncMode) = try Self.openHandle(path: path, options: options)
@@ -131,7 +131,7 @@ public final class Environment: @unchecked Sendable {
     // MARK: - Databases
 
     /// Opens the named database, creating it when absent.
-    public func openDatabase(named name: String) throws -> Database {
+    package func openDatabase(named name: String) throws -> Database {
         // Its own transaction, always committed: a handle opened in an aborted transaction is
         // closed again, and `write` aborts transactions that changed no entry.
         try lock.withShared {
@@ -155,7 +155,7 @@ public final class Environment: @unchecked Sendable {
     ///
     /// Read transactions are reused (`mdb_txn_reset`/`mdb_txn_renew`); never
     /// hold the transaction across an `await`.
-    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         while true {
             do {
                 return try lock.withShared {
@@ -183,7 +183,7 @@ public final class Environment: @unchecked Sendable {
     /// `body` runs again, so `body` must derive everything from the
     /// transaction it is given (it may run more than once). Call from one
     /// thread with no `await` inside: LMDB binds write transactions to threads.
-    public func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         while true {
             do {
                 return try lock.withShared {
@@ -215,7 +215,7 @@ public final class Environment: @unchecked Sendable {
     /// Whether the calling thread is inside a transaction (or another call holding the
     /// environment's lock) of this environment: starting another would be a nested
     /// transaction, which debug builds stop at.
-    public var isLockHeldByCurrentThread: Bool { lock.isHeldByCurrentThread }
+    package var isLockHeldByCurrentThread: Bool { lock.isHeldByCurrentThread }
 
     private func takeReader() throws -> OpaquePointer {
         if let reader = idleReaders.withLock({ $0.popLast() })?.handle {
@@ -243,7 +243,7 @@ public final class Environment: @unchecked Sendable {
     // MARK: - Map size
 
     /// The current map size in bytes.
-    public var mapSize: Int {
+    package var mapSize: Int {
         lock.withShared { info().me_mapsize }
     }
 
@@ -251,14 +251,14 @@ public final class Environment: @unchecked Sendable {
     ///
     /// It changes exactly when some process commits, so it tells cheaply
     /// whether anything may have changed since a value was read.
-    public var lastTransactionID: Int {
+    package var lastTransactionID: Int {
         lock.withShared { info().me_last_txnid }
     }
 
     /// Whether a transaction committed with an id in `(after, through]` came from elsewhere
     /// (another process, or another environment on the file): `false` when they are all this
     /// environment's own commits. Beyond its short memory of own commits it answers `true`.
-    public func othersCommitted(after: Int, through: Int) -> Bool {
+    package func othersCommitted(after: Int, through: Int) -> Bool {
         guard through > after else { return false }
         guard through - after <= Self.rememberedCommits else { return true }
         let own = ownCommits.withLock { Set($0) }
@@ -292,14 +292,14 @@ public final class Environment: @unchecked Sendable {
 
     /// Flushes committed data to disk (`mdb_env_sync` with force), for the
     /// non-durable sync modes.
-    public func flush() throws {
+    package func flush() throws {
         try check(mdb_env_sync(env, 1))
     }
 
     /// Clears reader slots left by processes that died.
     /// - Returns: the number of slots cleared.
     @discardableResult
-    public func clearStaleReaders() throws -> Int {
+    package func clearStaleReaders() throws -> Int {
         var dead: Int32 = 0
         try check(mdb_reader_check(env, &dead))
         return Int(dead)
@@ -307,7 +307,7 @@ public final class Environment: @unchecked Sendable {
 
     /// Writes a copy of the environment into the (existing, empty) directory at `path`.
     /// - Parameter compact: omit free pages and renumber them, so the copy is as small as possible.
-    public func copy(to path: String, compact: Bool) throws {
+    package func copy(to path: String, compact: Bool) throws {
         try lock.withShared {
             try check(mdb_env_copy2(env, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
         }
@@ -326,7 +326,7 @@ public final class Environment: @unchecked Sendable {
     /// This process must not have the environment open (the caller checks).
     /// - Parameter prepare: called with the scratch directory holding the compacted copy before
     ///   it replaces the file (to record what must be true of the new file from its first moment).
-    public static func compactFile(at path: String, prepare: (String) throws -> Void = { _ in }) throws {
+    package static func compactFile(at path: String, prepare: (String) throws -> Void = { _ in }) throws {
         let busy = LMDBError(code: EBUSY, detail: "another process has the store open, or opened it meanwhile; stop it (the app, `chronicle serve`, …) and try again")
         // One descriptor for every probe, closed last: closing a descriptor of lock.mdb drops
         // every fcntl lock this process holds on it.
@@ -393,7 +393,7 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// The size in bytes of the environment's data that is in use (last page × page size).
-    public var usedBytes: Int {
+    package var usedBytes: Int {
         lock.withShared {
             var stat = MDB_stat()
             mdb_env_stat(env, &stat)

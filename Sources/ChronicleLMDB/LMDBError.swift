@@ -9,28 +9,28 @@ internal import Darwin
 ///
 /// Every LMDB return code in this module goes through ``check(_:)``, so this
 /// is the one place that maps C return codes to Swift errors.
-public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+package struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The raw return code (an `MDB_*` constant or an `errno` value).
-    public let code: Int32
+    package let code: Int32
     /// What this wrapper found, when it says more than the code.
-    public let detail: String?
+    package let detail: String?
 
     /// Creates an error from a raw LMDB or `errno` code.
-    public init(code: Int32, detail: String? = nil) {
+    package init(code: Int32, detail: String? = nil) {
         self.code = code
         self.detail = detail
     }
 
     /// The message `mdb_strerror` gives for ``code`` (after the errno name, for system
     /// errors), and the detail if any.
-    public var message: String {
+    package var message: String {
         var text = mdb_strerror(code).map { String(cString: $0) } ?? "LMDB error \(code)"
         if let errnoName { text = "\(errnoName): \(text)" }
         return detail.map { "\(text): \($0)" } ?? text
     }
 
     /// The symbolic name of ``code`` when it is an operating-system error (`ENOSPC`, `EIO`, …), else `nil`.
-    public var errnoName: String? {
+    package var errnoName: String? {
         Self.errnoNames[code]
     }
 
@@ -40,35 +40,35 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
         EFBIG: "EFBIG", ENOSPC: "ENOSPC", EROFS: "EROFS", ENOLCK: "ENOLCK", EDQUOT: "EDQUOT", EINTR: "EINTR", EDEADLK: "EDEADLK",
     ]
 
-    public static func == (lhs: LMDBError, rhs: LMDBError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    package static func == (lhs: LMDBError, rhs: LMDBError) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var description: String { "\(message) (code \(code))" }
+    package var description: String { "\(message) (code \(code))" }
 
     /// The key or data item was not found.
-    public static let notFound = LMDBError(code: MDB_NOTFOUND)
+    package static let notFound = LMDBError(code: MDB_NOTFOUND)
     /// A key/data pair already exists (with `noOverwrite` or `append`).
-    public static let keyExists = LMDBError(code: MDB_KEYEXIST)
+    package static let keyExists = LMDBError(code: MDB_KEYEXIST)
     /// The environment's map is full; the environment grows and retries.
-    public static let mapFull = LMDBError(code: MDB_MAP_FULL)
+    package static let mapFull = LMDBError(code: MDB_MAP_FULL)
     /// Another process grew the map; this process adopts the size and retries.
-    public static let mapResized = LMDBError(code: MDB_MAP_RESIZED)
+    package static let mapResized = LMDBError(code: MDB_MAP_RESIZED)
     /// Every reader slot is taken.
-    public static let readersFull = LMDBError(code: MDB_READERS_FULL)
+    package static let readersFull = LMDBError(code: MDB_READERS_FULL)
     /// The environment is too old or too new for this library.
-    public static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
+    package static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
     /// The file is not an LMDB file.
-    public static let invalid = LMDBError(code: MDB_INVALID)
+    package static let invalid = LMDBError(code: MDB_INVALID)
     /// A page or database is corrupted.
-    public static let corrupted = LMDBError(code: MDB_CORRUPTED)
+    package static let corrupted = LMDBError(code: MDB_CORRUPTED)
     /// A key or value has an invalid size (for example a key over 511 bytes).
-    public static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
+    package static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
     /// No space left on the device.
-    public static let noSpace = LMDBError(code: ENOSPC)
+    package static let noSpace = LMDBError(code: ENOSPC)
     /// An input/output error of the device (LMDB may report a full disk this way too).
-    public static let ioError = LMDBError(code: EIO)
+    package static let ioError = LMDBError(code: EIO)
     /// The environment has too many named databases.
-    public static let databasesFull = LMDBError(code: MDB_DBS_FULL)
+    package static let databasesFull = LMDBError(code: MDB_DBS_FULL)
 }
 
 /// Maps an LMDB return code to a thrown ``LMDBError``.

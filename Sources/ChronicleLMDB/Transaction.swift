@@ -6,10 +6,10 @@ internal import CChronicleLMDB
 /// ends it (commit, abort or reset) when the closure it was lent to returns.
 /// Every value it returns is copied out of the memory map, so nothing outlives
 /// the transaction.
-public struct Transaction: ~Copyable {
+package struct Transaction: ~Copyable {
     let handle: OpaquePointer
     /// `true` for a read-only transaction.
-    public let isReadOnly: Bool
+    package let isReadOnly: Bool
     private let abortOnDeinit: Bool
     /// Set by every change, so the environment knows whether a commit writes a new transaction.
     /// Unretained (so the transaction stays trivially destroyable): ``Environment/write(_:)``
@@ -37,12 +37,12 @@ public struct Transaction: ~Copyable {
     }
 
     /// This transaction's id (for a read transaction, the snapshot it sees).
-    public var id: Int { Int(mdb_txn_id(handle)) }
+    package var id: Int { Int(mdb_txn_id(handle)) }
 
     // MARK: - Reading
 
     /// The value stored under `key`, copied out, or `nil` when absent.
-    public func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
+    package func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
         var found: [UInt8]?
         try withValue(database, key: key) { bytes in found = Array(bytes) }
         return found
@@ -53,7 +53,7 @@ public struct Transaction: ~Copyable {
     /// The buffer is valid only during `body`.
     /// - Returns: `true` when the key was found and `body` ran.
     @discardableResult
-    public func withValue(
+    package func withValue(
         _ database: Database, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> Bool {
         var value = MDB_val()
@@ -67,7 +67,7 @@ public struct Transaction: ~Copyable {
     }
 
     /// The number of entries in `database`.
-    public func count(_ database: Database) throws -> Int {
+    package func count(_ database: Database) throws -> Int {
         var stat = MDB_stat()
         try check(mdb_stat(handle, database.dbi, &stat))
         return Int(stat.ms_entries)
@@ -75,7 +75,7 @@ public struct Transaction: ~Copyable {
 
     /// Visits key/value pairs in key order, starting at the first key greater
     /// than or equal to `start` (or at the beginning), until `body` returns `false`.
-    public func scan(
+    package func scan(
         _ database: Database,
         from start: [UInt8]? = nil,
         _ body: ([UInt8], [UInt8]) throws -> Bool
@@ -86,7 +86,7 @@ public struct Transaction: ~Copyable {
     /// Like ``scan(_:from:_:)``, but lends the key and value in place, without copying them.
     ///
     /// The buffers point into the memory map and are valid only during `body`.
-    public func scanInPlace(
+    package func scanInPlace(
         _ database: Database,
         from start: [UInt8]? = nil,
         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
@@ -114,7 +114,7 @@ public struct Transaction: ~Copyable {
     }
 
     /// The last key/value pair of `database` in key order, or `nil` when it is empty.
-    public func last(_ database: Database) throws -> (key: [UInt8], value: [UInt8])? {
+    package func last(_ database: Database) throws -> (key: [UInt8], value: [UInt8])? {
         var result: (key: [UInt8], value: [UInt8])?
         try withCursor(database) { cursor throws in
             var key = MDB_val()
@@ -141,7 +141,7 @@ public struct Transaction: ~Copyable {
     // MARK: - Writing
 
     /// Stores `value` under `key`.
-    public func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
+    package func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
         let rc = key.withMDBVal { keyVal in
             value.withMDBVal { valueVal in
                 mdb_put(handle, database.dbi, &keyVal, &valueVal, flags.rawValue)
@@ -153,7 +153,7 @@ public struct Transaction: ~Copyable {
 
     /// Stores `value` under `key` unless the key exists.
     /// - Returns: `false` when the key was already present (nothing is written).
-    public func insert(_ database: Database, key: [UInt8], value: [UInt8]) throws -> Bool {
+    package func insert(_ database: Database, key: [UInt8], value: [UInt8]) throws -> Bool {
         do {
             try put(database, key: key, value: value, flags: .noOverwrite)
             return true
@@ -165,7 +165,7 @@ public struct Transaction: ~Copyable {
     /// Deletes `key`.
     /// - Returns: `false` when the key was absent.
     @discardableResult
-    public func delete(_ database: Database, key: [UInt8]) throws -> Bool {
+    package func delete(_ database: Database, key: [UInt8]) throws -> Bool {
         let rc = key.withMDBVal { keyVal in
             mdb_del(handle, database.dbi, &keyVal, nil)
         }
@@ -176,7 +176,7 @@ public struct Transaction: ~Copyable {
     }
 
     /// Deletes every entry of `database`, keeping the database itself.
-    public func clear(_ database: Database) throws {
+    package func clear(_ database: Database) throws {
         try check(mdb_drop(handle, database.dbi, 0))
         noteChange()
     }

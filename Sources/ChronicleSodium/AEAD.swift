@@ -1,17 +1,17 @@
 internal import CChronicleSodium
 
 /// XChaCha20-Poly1305 IETF authenticated encryption (`crypto_aead_xchacha20poly1305_ietf_*`).
-public enum AEAD {
+package enum AEAD {
     /// Key length in bytes (32).
-    public static let keyBytes = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
+    package static let keyBytes = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
     /// Nonce length in bytes (24): long enough to pick at random for every message.
-    public static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    package static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
     /// Authentication tag length in bytes (16).
-    public static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    package static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
 
     /// Encrypts and authenticates `plaintext`, binding it to `associatedData`.
     /// - Returns: ciphertext followed by the tag.
-    public static func seal(
+    package static func seal(
         _ plaintext: [UInt8], associatedData: [UInt8], nonce: [UInt8], key: SecureBytes
     ) throws(SodiumError) -> [UInt8] {
         try Sodium.initialize()
@@ -32,7 +32,7 @@ public enum AEAD {
     /// Authenticates and decrypts `ciphertext` (ciphertext followed by the tag).
     /// - Throws: ``SodiumError/authenticationFailed`` when the key, nonce,
     ///   associated data or any byte does not match what was sealed.
-    public static func open(
+    package static func open(
         _ ciphertext: [UInt8], associatedData: [UInt8], nonce: [UInt8], key: SecureBytes
     ) throws(SodiumError) -> [UInt8] {
         try Sodium.initialize()

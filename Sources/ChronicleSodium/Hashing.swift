@@ -1,14 +1,14 @@
 internal import CChronicleSodium
 
 /// BLAKE2b (`crypto_generichash`), optionally keyed.
-public enum GenericHash {
+package enum GenericHash {
     /// The output length used for chain hashes (32 bytes).
-    public static let defaultLength = Int(crypto_generichash_BYTES)
+    package static let defaultLength = Int(crypto_generichash_BYTES)
     /// The key length used for keyed hashes (32 bytes).
-    public static let keyLength = Int(crypto_generichash_KEYBYTES)
+    package static let keyLength = Int(crypto_generichash_KEYBYTES)
 
     /// Hashes the concatenation of `parts`, keyed with `key` when given.
-    public static func hash(_ parts: [[UInt8]], key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
+    package static func hash(_ parts: [[UInt8]], key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
         var input: [UInt8] = []
         input.reserveCapacity(parts.reduce(0) { $0 + $1.count })
         for part in parts { input += part }
@@ -16,12 +16,12 @@ public enum GenericHash {
     }
 
     /// Hashes `input`, keyed with `key` when given.
-    public static func hash(_ input: [UInt8], key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
+    package static func hash(_ input: [UInt8], key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
         input.withUnsafeBytes { hash($0, key: key, length: length) }
     }
 
     /// Hashes the bytes `input` points to (a slice of a larger buffer, without copying it).
-    public static func hash(_ input: UnsafeRawBufferPointer, key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
+    package static func hash(_ input: UnsafeRawBufferPointer, key: SecureBytes? = nil, length: Int = defaultLength) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: length)
         let bytes = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
         if let key {
@@ -36,9 +36,9 @@ public enum GenericHash {
 }
 
 /// Per-purpose subkeys from a master key (`crypto_kdf_derive_from_key`, BLAKE2b based).
-public enum KeyDerivation {
+package enum KeyDerivation {
     /// Derives subkey number `id` for the 8-character `context` from `key` (32 bytes).
-    public static func derive(
+    package static func derive(
         length: Int = 32, id: UInt64, context: String, from key: SecureBytes
     ) throws(SodiumError) -> SecureBytes {
         let contextBytes = Array(context.utf8)
@@ -66,38 +66,38 @@ public enum KeyDerivation {
 }
 
 /// Argon2id password hashing (`crypto_pwhash` with `crypto_pwhash_ALG_ARGON2ID13`).
-public enum PasswordHash {
+package enum PasswordHash {
     /// Salt length in bytes (16).
-    public static let saltBytes = Int(crypto_pwhash_SALTBYTES)
+    package static let saltBytes = Int(crypto_pwhash_SALTBYTES)
 
     /// Cost parameters; stored beside the salt, never assumed from constants.
-    public struct Limits: Sendable, Hashable {
+    package struct Limits: Sendable, Hashable {
         /// Number of passes.
-        public var opsLimit: UInt64
+        package var opsLimit: UInt64
         /// Memory in bytes.
-        public var memLimit: UInt64
+        package var memLimit: UInt64
 
         /// Creates limits from explicit values.
-        public init(opsLimit: UInt64, memLimit: UInt64) {
+        package init(opsLimit: UInt64, memLimit: UInt64) {
             self.opsLimit = opsLimit
             self.memLimit = memLimit
         }
 
         /// libsodium's interactive limits (2 passes, 64 MiB).
-        public static let interactive = Limits(
+        package static let interactive = Limits(
             opsLimit: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), memLimit: UInt64(crypto_pwhash_MEMLIMIT_INTERACTIVE))
         /// libsodium's moderate limits (3 passes, 256 MiB).
-        public static let moderate = Limits(
+        package static let moderate = Limits(
             opsLimit: UInt64(crypto_pwhash_OPSLIMIT_MODERATE), memLimit: UInt64(crypto_pwhash_MEMLIMIT_MODERATE))
         /// libsodium's sensitive limits (4 passes, 1 GiB).
-        public static let sensitive = Limits(
+        package static let sensitive = Limits(
             opsLimit: UInt64(crypto_pwhash_OPSLIMIT_SENSITIVE), memLimit: UInt64(crypto_pwhash_MEMLIMIT_SENSITIVE))
         /// The smallest limits libsodium accepts (for tests only).
-        public static let minimum = Limits(
+        package static let minimum = Limits(
             opsLimit: UInt64(crypto_pwhash_OPSLIMIT_MIN), memLimit: UInt64(crypto_pwhash_MEMLIMIT_MIN))
 
         /// These limits clamped into `[lower, upper]`, field by field.
-        public func clamped(to lower: Limits, _ upper: Limits) -> Limits {
+        package func clamped(to lower: Limits, _ upper: Limits) -> Limits {
             Limits(
                 opsLimit: min(max(opsLimit, lower.opsLimit), upper.opsLimit),
                 memLimit: min(max(memLimit, lower.memLimit), upper.memLimit))
@@ -105,7 +105,7 @@ public enum PasswordHash {
     }
 
     /// Derives a `length`-byte key from `password` and `salt` with Argon2id.
-    public static func deriveKey(
+    package static func deriveKey(
         length: Int = 32, password: [UInt8], salt: [UInt8], limits: Limits
     ) throws(SodiumError) -> SecureBytes {
         try Sodium.initialize()

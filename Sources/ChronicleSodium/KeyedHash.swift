@@ -8,9 +8,9 @@ internal import CChronicleSodium
 /// first copying them into one buffer. The result is exactly `crypto_generichash(out, length,
 /// input, key)`. libsodium compresses the buffered key block together with the first input, so
 /// a keyed hash still costs one 128-byte block more than an unkeyed one.
-public final class KeyedHash: Sendable {
+package final class KeyedHash: Sendable {
     /// The output length in bytes.
-    public let length: Int
+    package let length: Int
     private let state: SecureBytes
     private static let stateBytes = crypto_generichash_statebytes()
     /// libsodium declares its state 64-byte aligned.
@@ -19,7 +19,7 @@ public final class KeyedHash: Sendable {
     /// A hasher keyed with `key` (16...64 bytes) whose outputs are `length` (16...64) bytes.
     /// - Throws: ``SodiumError/invalidLength(what:expected:actual:)`` for a key or length out of range,
     ///   ``SodiumError/outOfMemory`` when no secure memory is left.
-    public init(key: SecureBytes, length: Int = GenericHash.defaultLength) throws {
+    package init(key: SecureBytes, length: Int = GenericHash.defaultLength) throws {
         guard (16...64).contains(key.count) else { throw SodiumError.invalidLength(what: "BLAKE2b key", expected: 32, actual: key.count) }
         guard (16...64).contains(length) else { throw SodiumError.invalidLength(what: "BLAKE2b output", expected: 32, actual: length) }
         self.length = length
@@ -33,21 +33,21 @@ public final class KeyedHash: Sendable {
     }
 
     /// Feeds the bytes of one hash to BLAKE2b, in order.
-    public struct Absorber: ~Copyable {
+    package struct Absorber: ~Copyable {
         /// A `crypto_generichash_state` (Swift sees it as opaque: it is declared 64-byte aligned).
         fileprivate let state: OpaquePointer
 
         /// Appends `bytes` to the hashed input.
-        public func absorb(_ bytes: UnsafeRawBufferPointer) {
+        package func absorb(_ bytes: UnsafeRawBufferPointer) {
             _ = crypto_generichash_update(state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
         }
 
         /// Appends `bytes` to the hashed input.
-        public func absorb(_ bytes: [UInt8]) { bytes.withUnsafeBytes { absorb($0) } }
+        package func absorb(_ bytes: [UInt8]) { bytes.withUnsafeBytes { absorb($0) } }
     }
 
     /// Hashes what `feed` absorbs into `output` (``length`` bytes).
-    public func hash(into output: UnsafeMutableRawBufferPointer, _ feed: (borrowing Absorber) -> Void) {
+    package func hash(into output: UnsafeMutableRawBufferPointer, _ feed: (borrowing Absorber) -> Void) {
         // A caller's fixed size: a wrong one is a programming error, never input.
         precondition(output.count == length, "KeyedHash output of the wrong length")
         guard let out = output.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
@@ -61,19 +61,19 @@ public final class KeyedHash: Sendable {
     }
 
     /// The hash of `input` into `output` (``length`` bytes).
-    public func hash(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+    package func hash(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         hash(into: output) { $0.absorb(input) }
     }
 
     /// The hash of what `feed` absorbs.
-    public func hash(_ feed: (borrowing Absorber) -> Void) -> [UInt8] {
+    package func hash(_ feed: (borrowing Absorber) -> Void) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: length)
         output.withUnsafeMutableBytes { hash(into: $0, feed) }
         return output
     }
 
     /// The hash of the concatenation of `parts`.
-    public func hash(_ parts: [[UInt8]]) -> [UInt8] {
+    package func hash(_ parts: [[UInt8]]) -> [UInt8] {
         hash { absorber in for part in parts { absorber.absorb(part) } }
     }
 

@@ -10,13 +10,13 @@ internal import CChronicleSodium
 /// after `init`, the pointed-to bytes are never written after `init`
 /// returns, and `sodium_free` runs only in `deinit`, when no other reference
 /// exists.
-public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
+package final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     private let pointer: UnsafeMutableRawPointer
     /// The number of bytes.
-    public let count: Int
+    package let count: Int
 
     /// Copies `bytes` into secure memory. The caller should wipe its own copy.
-    public init(_ bytes: [UInt8]) throws(SodiumError) {
+    package init(_ bytes: [UInt8]) throws(SodiumError) {
         try Sodium.initialize()
         guard let memory = sodium_malloc(max(bytes.count, 1)) else { throw .outOfMemory }
         pointer = memory
@@ -27,7 +27,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Fills `count` bytes of secure memory from the CSPRNG.
-    public init(randomCount: Int) throws(SodiumError) {
+    package init(randomCount: Int) throws(SodiumError) {
         try Sodium.initialize()
         guard let memory = sodium_malloc(max(randomCount, 1)) else { throw .outOfMemory }
         pointer = memory
@@ -54,7 +54,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Lends the bytes to `body`; do not let them escape.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
@@ -64,9 +64,9 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// A copy of the bytes in ordinary memory; wipe it with ``Sodium/wipe(_:)`` after use.
-    public func copyBytes() -> [UInt8] {
+    package func copyBytes() -> [UInt8] {
         Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
-    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    package var description: String { "SecureBytes(\(count) bytes, redacted)" }
 }

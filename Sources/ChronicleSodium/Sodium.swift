@@ -1,7 +1,7 @@
 internal import CChronicleSodium
 
 /// Errors from the libsodium wrapper.
-public enum SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `sodium_init` failed; libsodium cannot be used.
     case initializationFailed
     /// An AEAD ciphertext did not authenticate: wrong key, wrong associated data or altered bytes.
@@ -13,7 +13,7 @@ public enum SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Secure memory could not be allocated.
     case outOfMemory
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .initializationFailed: "libsodium could not be initialized"
         case .authenticationFailed: "the ciphertext did not authenticate (wrong key, wrong context or altered bytes)"
@@ -25,23 +25,23 @@ public enum SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Entry points of the wrapper that do not belong to one primitive.
-public enum Sodium {
+package enum Sodium {
     private static let initialized: Bool = sodium_init() >= 0
 
     /// Initializes libsodium once per process (thread-safe, idempotent).
-    public static func initialize() throws(SodiumError) {
+    package static func initialize() throws(SodiumError) {
         if !initialized { throw .initializationFailed }
     }
 
     /// `count` bytes from the operating system's CSPRNG.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         if count > 0 { randombytes_buf(&bytes, count) }
         return bytes
     }
 
     /// Compares two byte strings in constant time (for equal lengths).
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
         return sodium_memcmp(a, b, a.count) == 0
@@ -53,7 +53,7 @@ public enum Sodium {
     ///
     /// Every value that shares the storage reads zeros afterwards: call it only when no holder
     /// needs the bytes any more (a plaintext after its transaction committed).
-    public static func wipeShared(_ bytes: [UInt8]) {
+    package static func wipeShared(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress, buffer.count > 0 else { return }
             // Writing through the read-only view is deliberate: the point is to reach the shared
@@ -63,7 +63,7 @@ public enum Sodium {
     }
 
     /// Zeroes an array's bytes (after making its storage unique, so only this value's bytes).
-    public static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         let count = bytes.count
         guard count > 0 else { return }
         bytes.withUnsafeMutableBytes { buffer in

@@ -41,3 +41,29 @@ public func withTemporaryStore<R>(
     let store = try Store(directory: directory, configuration: configuration)
     return try await body(store, directory)
 }
+
+/// Runs `body` with `count` stores, each in a directory of its own, and deletes the directories
+/// afterwards: devices of one sync group in a test.
+///
+/// ```swift
+/// @Test func themeReachesTheOtherDevice() async throws {
+///     try await withTemporaryStores(2) { stores in
+///         stores[0][.theme] = .dark
+///         try await Replicator(store: stores[0], peers: [.store(stores[1])]).sync()
+///         #expect(stores[1][.theme] == .dark)
+///     }
+/// }
+/// ```
+/// - Parameters:
+///   - count: How many stores.
+///   - configuration: Every store's configuration.
+///   - body: Gets the stores.
+/// - Returns: What `body` returns.
+/// - Throws: What opening a store or `body` throws.
+public func withTemporaryStores<R>(
+    _ count: Int, configuration: Store.Configuration = .init(), _ body: ([Store]) async throws -> R
+) async throws -> R {
+    let directories = (0..<count).map { _ in temporaryStoreDirectory() }
+    defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+    return try await body(try directories.map { try Store(directory: $0, configuration: configuration) })
+}

@@ -1,4 +1,4 @@
-@testable import Chronicle
+@_spi(Tools) @testable import Chronicle
 import ChronicleTesting
 import Foundation
 import Synchronization
@@ -147,7 +147,7 @@ struct AdoptionEdgeCaseTests {
     /// (the README's `project(change)`) ends with a value the store does not hold. Nothing in
     /// `LogEntry` says the event lost.
     @Test func projectingTheStreamInOrderGivesTheStoresValues() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let key = Key<String>("theme.name", default: "", sync: .automaticSmall)
             try a.set("older", for: key)

@@ -26,7 +26,7 @@ struct ChangeStreamTests {
             let peer = try Store(directory: peerDirectory)
             try peer.set("from a peer", for: Key<String>("peer", default: "", sync: .automaticSmall))
             try await Replicator(store: store, peers: [.store(peer)]).sync()
-            let tool = try await runChronicle(["set", "tool", "from another process", "--store", directory.path])
+            let tool = try await runChild(["set", directory.path, "tool", "from another process"])
             #expect(tool.status == 0, "\(tool.stderr)")
             for writer in writers { try await writer.value }
 

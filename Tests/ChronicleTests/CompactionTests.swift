@@ -22,7 +22,7 @@ struct CompactionTests {
     private func values(_ stores: [Store], _ key: Key<String>) -> [String] { stores.map { $0[key] } }
 
     @Test func compactionKeepsAnOldRemoveForAClientThatWasAway() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (hub, writer, away) = (stores[0], stores[1], stores[2])
             // Sixty days ago the writer set the note; the away device got it, then went offline.
             writer[.note] = "secret plan"
@@ -46,12 +46,12 @@ struct CompactionTests {
     }
 
     @Test func compactionAfterALateOldSetKeepsTheRemove() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (replica, peer, late) = (stores[0], stores[1], stores[2])
             replica[.note] = "v"
             try replica.remove(.note)
             let removal = try aged(try replica.exportRange(after: 0), daysAgo: [50, 40])
-            try await withStores(1) { fresh in
+            try await withTemporaryStores(1) { fresh in
                 let old = fresh[0]
                 _ = try old.importRange(removal)
                 try await Replicator(store: old, peers: [.store(peer)]).sync()  // the peer acknowledged the remove
@@ -62,7 +62,7 @@ struct CompactionTests {
                 _ = try old.compact(before: Date())
                 #expect(old[.note] == "")
                 try await Replicator(store: old, peers: [.store(peer)]).sync()
-                try await withStores(1) { newcomer in
+                try await withTemporaryStores(1) { newcomer in
                     try await Replicator(store: newcomer[0], peers: [.store(old)]).sync()
                     #expect(values([old, peer, newcomer[0]], .note) == ["", "", ""])
                 }
@@ -71,11 +71,11 @@ struct CompactionTests {
     }
 
     @Test func aDeviceOnlyWinnerDoesNotHideTheReplicatedValueFromPeers() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.note] = "shared"
             let shared = try aged(try a.exportRange(after: 0), daysAgo: [20])
-            try await withStores(1) { more in
+            try await withTemporaryStores(1) { more in
                 let store = more[0]
                 _ = try store.importRange(shared)
                 store[Key<String>("sync.note", default: "", sync: .never)] = "device only"  // same key, never leaves
@@ -88,7 +88,7 @@ struct CompactionTests {
     }
 
     @Test func identitiesOfDroppedEventsShrinkToRangesAndStayKnown() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             for i in 0..<200 { a[.small] = "v\(i)" }
             let everything = try a.exportRange(after: 0)
@@ -112,7 +112,7 @@ struct CompactionTests {
     }
 
     @Test func compactionCarriesPushCheckpointsOver() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let blob = Key<Data>("blob", default: Data(), sync: .automaticSmall)
             for i in 0..<20 { a[blob] = Data(repeating: UInt8(i), count: 64 * 1024) }

@@ -18,7 +18,7 @@ struct ConvergenceTests {
     func replicasConverge(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         let count = Int.random(in: 3...5, using: &random)
-        try await withStores(count) { stores in
+        try await withTemporaryStores(count) { stores in
             for _ in 0..<60 {
                 let store = stores[Int.random(in: 0..<count, using: &random)]
                 switch Int.random(in: 0..<10, using: &random) {

@@ -31,8 +31,6 @@ struct CorruptFileTests {
                 continue
             }
             #expect(throws: ChronicleError.self, "\(damage)") { _ = try Store(directory: directory) }
-            let tool = try await runChronicle(["verify", "--store", directory.path])
-            #expect(tool.status != 0 && tool.stderr.contains("storage error"), "\(damage): \(tool.stderr)")
         }
     }
 }

@@ -44,7 +44,7 @@ struct FaultHandlingTests {
     /// checkpoint, `pullNow` starts at the file count, the Replicator skips its chain check
     /// (`range.after != after`) and stores a checkpoint past a file it never read.
     @Test func pruningDuringAPullNeverSkipsANewFile() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let folder = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -80,7 +80,7 @@ struct FaultHandlingTests {
     /// passed over, and the checkpoint (position + digest of names) moves past it. When its
     /// bytes arrive under the same name, neither count nor names change: never read.
     @Test func aFileThatBecomesReadableLaterIsRead() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let writerFolder = temporaryDirectory()
             let readerFolder = temporaryDirectory()
@@ -108,7 +108,7 @@ struct FaultHandlingTests {
     /// `Data(contentsOf:)`: a link to a FIFO blocks the pull forever (to /dev/zero it reads
     /// until memory runs out). "Oversized files skipped" and "stalls nobody" do not hold.
     @Test func aSymlinkedRangeFileStallsNobody() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let folder = temporaryDirectory()
             let elsewhere = temporaryDirectory()
@@ -139,7 +139,7 @@ struct FaultHandlingTests {
     /// notice (`checkpoint > head`, or the chain probe) and push again; a passive peer now never
     /// does, so a device that had not pulled those files never gets those events from the folder.
     @Test func aMailboxRestoredFromABackupStillGetsEveryEvent() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let folder = temporaryDirectory()
             let backup = temporaryDirectory()
@@ -204,7 +204,7 @@ struct FaultHandlingTests {
     @Test func compactionOfADueEventNeverBeatsTheNextLocalWrite() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(500)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "now"
             _ = try b.importRange(try a.exportRange(after: 0))
@@ -270,10 +270,9 @@ struct FaultHandlingTests {
             if pad { store[Key<Int>("pad", default: 0, sync: .automaticSmall)] = 1 }
             replica = try store.replicaID
         }
-        let tool = try chronicleExecutable()
         let opened = try await Subprocess.run(
-            .path(FilePath(tool.path)),
-            arguments: Arguments(["compact", "--store", directory.path, "--before", "2001-01-01", "--reclaim"]),
+            .path(FilePath(try stressExecutable().path)),
+            arguments: Arguments(["reclaim", directory.path]),
             input: .none, output: .discarded, error: .discarded
         ) { _ -> Result<(ReplicaID, Data, Bool), any Error> in
             await Task.detached { () -> Result<(ReplicaID, Data, Bool), any Error> in

@@ -208,7 +208,7 @@ struct HostilePeerTests {
     /// Stores opened without an explicit key source (`Store.standard` by default) are not a
     /// group: they accept what their transports deliver, as the README's trust model says.
     @Test func aStoreWithoutAKeySourceAcceptsWhatItsTransportDelivers() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (victim, carrier) = (stores[0], stores[1])
             victim[.small] = "mine"
             var range = try EventRange(decoding: Array(try victim.exportRange(after: 0)))

@@ -30,7 +30,7 @@ func firstElement<S: AsyncSequence & Sendable>(
 /// drift guard letting a held-back event in late, a restore, re-encoded values.
 struct LosslessObservationTests {
     @Test func anObserverHearsReplicatedChangesAfterACompaction() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             for i in 0..<40 { try a.set("a\(i)", for: .note) }
             let updates = a.updates(of: .note)
@@ -46,7 +46,7 @@ struct LosslessObservationTests {
     @Test func anObserverHearsAPromotionAfterALaterLocalChange() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(200)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             try b.set("b", for: .note)
             let updates = a.updates(of: .note)
@@ -62,7 +62,7 @@ struct LosslessObservationTests {
     @Test func theChangeStreamDeliversAPromotion() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(200)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             try b.set("b", for: .note)
             _ = try a.importRange(try eventAhead(of: b, by: 1_000, value: "later"))

@@ -28,7 +28,7 @@ struct MailboxTests {
     }
 
     @Test func twoDevicesPushingIntoTheirCopiesOfAFolderLoseNothing() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (phone, laptop, tablet) = (stores[0], stores[1], stores[2])
             let phoneFolder = temporaryDirectory()
             let laptopFolder = temporaryDirectory()
@@ -52,7 +52,7 @@ struct MailboxTests {
     }
 
     @Test func filesRenamedBySyncServicesAreRead() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let folder = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -81,7 +81,7 @@ struct MailboxTests {
     }
 
     @Test func aLateFileSortingBeforeTheCheckpointIsStillRead() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (early, late, reader) = (stores[0], stores[1], stores[2])
             let folder = temporaryDirectory()
             let offline = temporaryDirectory()
@@ -105,7 +105,7 @@ struct MailboxTests {
     }
 
     @Test func absurdNamesAndPruningStallNobody() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])
             let folder = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: folder) }

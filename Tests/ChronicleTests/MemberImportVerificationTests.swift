@@ -1,4 +1,4 @@
-@testable import Chronicle
+@_spi(Wire) @testable import Chronicle
 import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting

@@ -1,4 +1,4 @@
-import Chronicle
+@_spi(Tools) import Chronicle
 import ChronicleTesting
 import Foundation
 import Testing
@@ -46,6 +46,19 @@ struct MigrationTests {
                 #expect(try store.importValues(from: defaults, names: names) == 0)
                 #expect(store[Key<Int>("launches", default: 0)] == 42)
             }
+        }
+    }
+
+    @Test func importPlistRefusalsWriteNothing() async throws {
+        try await withTemporaryStore { store, directory async throws in
+            let list = directory.appendingPathComponent("list.plist")
+            try PropertyListSerialization.data(fromPropertyList: ["a", "b"], format: .xml, options: 0).write(to: list)
+            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: list) }
+            let badName = directory.appendingPathComponent("badname.plist")
+            try PropertyListSerialization.data(fromPropertyList: ["ok": 1, "": 2], format: .xml, options: 0).write(to: badName)
+            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: badName) }
+            #expect(!store.hasValue(for: Key<Int>("ok", default: 0)), "all or nothing")
+            #expect(try store.logEntries().isEmpty)
         }
     }
 
@@ -106,33 +119,6 @@ struct MigrationTests {
         }
     }
 
-    @Test func importPlistFromTheToolAndRefusalsWriteNothing() async throws {
-        try await withTemporaryStore { store, directory async throws in
-            let file = directory.appendingPathComponent("prefs.plist")
-            try Data(Self.exported.utf8).write(to: file)
-            let first = try await runChronicle(["import-plist", file.path, "--name", "launches", "--name", "flag", "--store", directory.path])
-            #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.stdout == "imported 2 values\n")
-            let again = try await runChronicle(["import-plist", file.path, "--store", directory.path])
-            #expect(again.stdout == "imported 6 values\n")
-            #expect(store[Key<Int>("launches", default: 0)] == 7)
-
-            let garbage = directory.appendingPathComponent("garbage.plist")
-            try Data("not a plist at all".utf8).write(to: garbage)
-            let refused = try await runChronicle(["import-plist", garbage.path, "--store", directory.path])
-            #expect(refused.status == 2)
-            #expect(refused.stderr.contains("not a property list"))
-            let list = directory.appendingPathComponent("list.plist")
-            try PropertyListSerialization.data(fromPropertyList: ["a", "b"], format: .xml, options: 0).write(to: list)
-            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: list) }
-            let badName = directory.appendingPathComponent("badname.plist")
-            try PropertyListSerialization.data(fromPropertyList: ["ok": 1, "": 2], format: .xml, options: 0).write(to: badName)
-            #expect(throws: ChronicleError.self) { try store.importPropertyList(at: badName) }
-            #expect(!store.hasValue(for: Key<Int>("ok", default: 0)), "all or nothing")
-            #expect(try store.logEntries().count == 8)
-        }
-    }
-
     @Test func renameMovesTheValueAsEventsOnceAndKeepsANewerValue() throws {
         try withTemporaryStore { store, _ throws in
             let colour = Key<String?>("settings.colour")
@@ -157,7 +143,7 @@ struct MigrationTests {
     }
 
     @Test func renameReplicatesAndConcurrentRenamesConverge() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (a, b, c) = (stores[0], stores[1], stores[2])
             let colour = Key<String?>("settings.colour", sync: .manual)
             let color = Key<String?>("settings.color", sync: .manual)
@@ -220,7 +206,7 @@ struct MigrationTests {
         let theme = Key<String>("theme", default: "system", sync: .manual)
         let color = Key<String>("settings.color", default: "", sync: .manual)
         let keys: [Keys] = [theme, Key<String>("settings.colour", default: "", sync: .manual)]
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             try a.importValues(from: defaults, keys: keys)
             try a.renameKey(from: "settings.colour", to: "settings.color")
@@ -244,7 +230,7 @@ struct MigrationTests {
         defer { defaults.removePersistentDomain(forName: name) }
         defaults.set(7, forKey: "local.count")
         defaults.set(8, forKey: "by.name")
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let local = Key<Int>("local.count", default: 0)  // no policy: stays on its device
             try a.importValues(from: defaults, keys: [local])

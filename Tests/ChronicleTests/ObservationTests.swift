@@ -115,7 +115,7 @@ struct ObservationTests {
     @Test func updatesFromAnotherProcess() async throws {
         try await withTemporaryStore { store, directory async throws in
             let stream = store.updates(of: .theme)
-            let result = try await runChronicle(["set", "settings.theme", "dark", "--store", directory.path])
+            let result = try await runChild(["set", directory.path, "settings.theme", "dark"])
             #expect(result.status == 0, "\(result.stderr)")
             let values = await collect(stream) { $0.last == .dark }
             #expect(values == [.system, .dark])

@@ -4,16 +4,6 @@ import Foundation
 import ChronicleLMDB
 import Testing
 
-/// Several stores in temporary directories, deleted afterwards.
-func withStores<R>(
-    _ count: Int, configuration: Store.Configuration = .init(), _ body: ([Store]) async throws -> R
-) async throws -> R {
-    let directories = (0..<count).map { _ in temporaryDirectory() }
-    defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
-    let stores = try directories.map { try Store(directory: $0, configuration: configuration) }
-    return try await body(stores)
-}
-
 /// `store`'s first event again under a new identity, stamped `milliseconds` ahead of now with
 /// `value`: what a peer whose clock runs ahead sends.
 func eventAhead(of store: Store, by milliseconds: UInt64, value: String) throws -> Data {
@@ -33,7 +23,7 @@ extension Keys {
 
 struct ReplicationTests {
     @Test func syncMovesEligibleEventsBothWays() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.note] = "from a"
             a[.deviceOnly] = "a only"
@@ -51,7 +41,7 @@ struct ReplicationTests {
     }
 
     @Test func lastWriterWinsOnTheLogicalClockEverywhere() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "a1"
             try await Replicator(store: a, peers: [.store(b)]).sync()
@@ -73,7 +63,7 @@ struct ReplicationTests {
     }
 
     @Test func relaysKeepOriginAndPolicyAndNeverRelayNeverEvents() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (a, relay, c) = (stores[0], stores[1], stores[2])
             a[.note] = "manual from a"
             a[.deviceOnly] = "stays"
@@ -90,7 +80,7 @@ struct ReplicationTests {
     @Test func directoryMailboxRelaysBetweenReplicas() async throws {
         let mailbox = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: mailbox) }
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             stores[0][.note] = "via folder"
             stores[1][.small] = "also via folder"
             for store in stores { try await Replicator(store: store, peers: [.directory(mailbox)]).sync() }
@@ -123,7 +113,7 @@ struct ReplicationTests {
     }
 
     @Test func interruptedSyncResumesWithoutLossOrDuplicates() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             try a.write { batch in
                 for i in 0..<700 { batch[Key<Int>("bulk.\(i)", default: -1, sync: .manual)] = i }
@@ -142,7 +132,7 @@ struct ReplicationTests {
     }
 
     @Test func reorderedAndDuplicatedRangesConverge() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             for i in 0..<5 { a[.small] = "v\(i)" }
             let first = try a.exportRange(after: 0, maxEvents: 2)
@@ -158,7 +148,7 @@ struct ReplicationTests {
     /// A store that verifies nothing keeps the first event of an identity, and keeps a second
     /// version only to relay it (so a squat cannot censor the genuine one), never applying it.
     @Test func aKnownIdentityWithOtherContentIsRelayedNotAppliedAndStallsNothing() async throws {
-        try await withStores(3) { stores in
+        try await withTemporaryStores(3) { stores in
             let (a, b, c) = (stores[0], stores[1], stores[2])
             a[.small] = "original"
             _ = try b.importRange(try a.exportRange(after: 0))
@@ -179,7 +169,7 @@ struct ReplicationTests {
     }
 
     @Test func malformedTruncatedAndOversizedRangesApplyNothing() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "x"
             let valid = try a.exportRange(after: 0)
@@ -199,7 +189,7 @@ struct ReplicationTests {
     }
 
     @Test func driftGuardKeepsFutureEventsOutOfTheViews() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "now"
             _ = try b.importRange(try a.exportRange(after: 0))
@@ -216,7 +206,7 @@ struct ReplicationTests {
             #expect(try b.logEntries().count == 2)  // stored, so it relays
             #expect(try b.verify().isSound)
             // Relayed onward, still held back at the next replica.
-            try await withStores(1) { more in
+            try await withTemporaryStores(1) { more in
                 _ = try more[0].importRange(try b.exportRange(after: 0))
                 #expect(more[0][.small] == "now")
             }
@@ -229,7 +219,7 @@ struct ReplicationTests {
     @Test func aPromotedEventNeverBeatsTheNextLocalWrite() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(500)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             a[.small] = "now"
             _ = try b.importRange(try a.exportRange(after: 0))
@@ -247,7 +237,7 @@ struct ReplicationTests {
     /// Automatic mode used to hear its own pulls' commits through the poller and go round again:
     /// an idle device made a durable commit and a round trip per peer about every 220 ms, forever.
     @Test func anIdleAutomaticReplicatorCommitsNothing() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             var configuration = Replicator.Configuration()
             configuration.pullInterval = .seconds(30)
@@ -276,7 +266,7 @@ struct ReplicationTests {
     }
 
     @Test func observersHearReplicatedChanges() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let updates = b.updates(of: .small)
             a[.small] = "replicated"
@@ -287,7 +277,7 @@ struct ReplicationTests {
     }
 
     @Test func automaticModePushesSmallEventsAndLeavesTheRest() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             var configuration = Replicator.Configuration()
             configuration.automaticPayloadLimit = 1024

@@ -106,7 +106,7 @@ struct ReplicationTrustTests {
         let file = directory.deletingLastPathComponent().appendingPathComponent("squat-\(UUID().uuidString).range")
         defer { try? FileManager.default.removeItem(at: file) }
         try rangeFile(opaque: (2...4).map { opaqueSquat(origin: writer, counter: $0) }).write(to: file)
-        let tool = try await runChronicle(["import", "--store", directory.path, file.path], environment: ["CHRONICLE_PASSPHRASE": "pw"])
+        let tool = try await runChild(["import-once", directory.path, file.path], environment: ["CHRONICLE_PASSPHRASE": "pw"])
         #expect(tool.status == 0, "\(tool.stderr)")
         for attempt in 1...3 {
             #expect(throws: Never.self, "local write \(attempt) refused") { try app.set("local \(attempt)", for: .groupTheme) }

@@ -36,7 +36,7 @@ struct StoreTests {
             #expect(heard.last == 50)
             try await store.flush()
             // Another process reads the flushed value from the file.
-            let get = try await runChronicle(["get", Keys.launches.name, "--store", directory.path])
+            let get = try await runChild(["get", directory.path, Keys.launches.name])
             #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "50")
             // The log holds every change, in order, once settled.
             #expect(try store.history(of: .launches).compactMap(\.value) == Array(1...50))

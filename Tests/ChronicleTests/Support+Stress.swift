@@ -7,13 +7,6 @@ import ChronicleLMDB
 import Synchronization
 import Testing
 
-/// The `chronicle-stress` child built beside the tests.
-func stressExecutable() throws -> URL {
-    let tool = try chronicleExecutable().deletingLastPathComponent().appendingPathComponent("chronicle-stress")
-    try #require(FileManager.default.isExecutableFile(atPath: tool.path))
-    return tool
-}
-
 /// How many kills per mode: small in CI, larger with `CHRONICLE_RELIABILITY=long`.
 let killsPerMode = ProcessInfo.processInfo.environment["CHRONICLE_RELIABILITY"] == "long" ? 60 : 6
 

@@ -8,41 +8,42 @@ import Testing
 /// A fresh store directory for one test (deleted by the test).
 func temporaryDirectory() -> URL { temporaryStoreDirectory() }
 
-/// The `chronicle` executable built beside the test bundle.
-func chronicleExecutable() throws -> URL {
+/// The `chronicle-stress` child process built beside the test bundle: another process that
+/// writes, reads or imports into a store (see its usage in Sources/chronicle-stress).
+func stressExecutable() throws -> URL {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("chronicle")
+        let candidate = directory.appendingPathComponent("chronicle-stress")
         if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         directory = directory.deletingLastPathComponent()
     }
-    let fallback = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chronicle")
-    try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "build the chronicle tool first")
+    let fallback = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chronicle-stress")
+    try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "build chronicle-stress first")
     return fallback
 }
 
-struct ToolResult {
+struct ChildResult {
     var status: Int32
     var stdout: String
     var stderr: String
 }
 
-/// Runs the `chronicle` tool with `arguments` (and `input` on its standard input) and waits for it.
+/// Runs `chronicle-stress` in one of its one-shot modes (`set`, `get`, `import-once`) and waits for it.
 ///
 /// swift-subprocess reads standard output and standard error concurrently, so
-/// a tool that fills one pipe while the test reads the other cannot deadlock.
-func runChronicle(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> ToolResult {
+/// a child that fills one pipe while the test reads the other cannot deadlock.
+func runChild(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildResult {
     var overrides: [Environment.Key: String?] = [:]
     for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
     let result = try await Subprocess.run(
-        .path(FilePath(try chronicleExecutable().path)), arguments: Arguments(arguments),
-        environment: .inherit.updating(overrides), input: .string(input ?? ""),
-        output: .string(limit: 64 << 20), error: .string(limit: 64 << 20))
+        .path(FilePath(try stressExecutable().path)), arguments: Arguments(arguments),
+        environment: .inherit.updating(overrides), input: .none,
+        output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
     let status: Int32 = switch result.terminationStatus {
     case let .exited(code): code
     case let .signaled(signal): 128 + signal
     }
-    return ToolResult(status: status, stdout: result.standardOutput, stderr: result.standardError)
+    return ChildResult(status: status, stdout: result.standardOutput, stderr: result.standardError)
 }
 
 /// Every byte of every file under `directory`.

@@ -163,7 +163,7 @@ import Glibc
     @Test func anObserverHearsNoValueTheStoreNeverShowed() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(200)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             try b.set("b", for: .note)
             let receipt = try a.importRange(try eventAhead(of: b, by: 1_000, value: "from the future"))
@@ -202,7 +202,7 @@ import Glibc
     /// replicated change of the key for one "under a local change": deaf until the key is
     /// changed locally or another process commits.
     @Test func anObserverThatSubscribesAsAQueuedChangeCommitsStillHearsReplicatedChanges() async throws {
-        try await withStores(2) { stores in
+        try await withTemporaryStores(2) { stores in
             let (a, b) = (stores[0], stores[1])
             let eventLog = try a.eventLog
             var deafAttempts: [Int] = []
@@ -257,7 +257,7 @@ import Glibc
     @Test func aResumedStreamHearsAPromotionItsPredecessorSawHeldBack() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(200)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             try a.set("before", for: .small)
             try b.set("b", for: .note)
@@ -292,7 +292,7 @@ import Glibc
     @Test func aRedeliveredEntryDoesNotMoveTheCheckpointBack() async throws {
         var configuration = Store.Configuration()
         configuration.maxClockDrift = .milliseconds(200)
-        try await withStores(2, configuration: configuration) { stores in
+        try await withTemporaryStores(2, configuration: configuration) { stores in
             let (a, b) = (stores[0], stores[1])
             try b.set("b", for: .note)
             _ = try a.importRange(try eventAhead(of: b, by: 800, value: "later"))

@@ -2,7 +2,7 @@ import Foundation
 
 /// The type a value typed as text is stored as (`chronicle set --type`): what the app's key
 /// expects. Each reads the text `chronicle get` prints for that type.
-public enum ValueKind: String, CaseIterable, Sendable {
+@_spi(Tools) public enum ValueKind: String, CaseIterable, Sendable {
     /// `true`/`false` (also `yes`/`no`, `1`/`0`).
     case bool
     /// A signed integer (an unsigned one above `Int64.max`).

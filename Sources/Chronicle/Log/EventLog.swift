@@ -1,4 +1,3 @@
-import AsyncAlgorithms
 import Foundation
 import ChronicleLMDB
 import Logging
@@ -86,7 +85,7 @@ final class EventLog: Sendable {
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in
-                for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) {
+                for await _ in Ticks(interval: interval) {
                     guard let environment = self?.environment else { return }
                     _ = try? await BlockingWork.run { try environment.flush() }
                 }

@@ -1,4 +1,3 @@
-import AsyncAlgorithms
 import Synchronization
 
 extension EventLog {
@@ -18,7 +17,7 @@ extension EventLog {
             let start = lastTransactionID
             poller = Task.detached { [weak self] in
                 var last = start
-                for await _ in AsyncTimerSequence(interval: EventLog.pollInterval, clock: .continuous) {
+                for await _ in Ticks(interval: EventLog.pollInterval) {
                     guard let self else { return }
                     if self.stopPollingIfIdle() { return }
                     let current = self.lastTransactionID

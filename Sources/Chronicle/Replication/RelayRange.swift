@@ -3,44 +3,47 @@ import ChronicleSodium
 /// A range as a relay that holds no key sees it (the hub, `ChronicleHub`): each item's bytes as
 /// received, with what a relay needs to store, dedupe and filter it. Relays never re-encode an
 /// item: members verify the bytes their writers authenticated.
-package struct RelayRange: Sendable {
+@_spi(Wire) public struct RelayRange: Sendable {
     /// An event item: its identity, what the range filters look at, and its bytes.
-    package struct Event: Sendable {
+    @_spi(Wire) public struct Event: Sendable {
         /// The writer id (the identity's origin), 16 bytes.
-        package var writer: [UInt8]
+        @_spi(Wire) public var writer: [UInt8]
         /// The per-writer counter (with `writer`, the identity).
-        package var counter: UInt64
+        @_spi(Wire) public var counter: UInt64
         /// The sync policy code, or `nil` for an event of a newer format (opaque: relayed to
         /// `syncable` pulls only).
-        package var policy: UInt8?
+        @_spi(Wire) public var policy: UInt8?
         /// The payload size in bytes (0 for an opaque event).
-        package var payloadSize: Int
+        @_spi(Wire) public var payloadSize: Int
         /// The item as received.
-        package var bytes: [UInt8]
+        @_spi(Wire) public var bytes: [UInt8]
         /// The ids (16 bytes each) of the data keys it names: its seal's and its authenticator's
         /// (for an item of a newer format, its trailing authenticator's).
-        package var keyIDs: [[UInt8]] = []
+        @_spi(Wire) public var keyIDs: [[UInt8]] = []
     }
 
     /// A wrapped data key item: its 16-byte key id and its bytes.
-    package struct Key: Sendable {
-        package var id: [UInt8]
-        package var bytes: [UInt8]
+    @_spi(Wire) public struct Key: Sendable {
+        @_spi(Wire) public var id: [UInt8]
+        @_spi(Wire) public var bytes: [UInt8]
+
+        /// The BLAKE2b-256 digest of `bytes`: what a relay dedupes key records by.
+        @_spi(Wire) public var digest: [UInt8] { GenericHash.hash(bytes) }
     }
 
-    package var source: [UInt8]
-    package var after: UInt64
-    package var upTo: UInt64
-    package var keys: [Key] = []
-    package var events: [Event] = []
+    @_spi(Wire) public var source: [UInt8]
+    @_spi(Wire) public var after: UInt64
+    @_spi(Wire) public var upTo: UInt64
+    @_spi(Wire) public var keys: [Key] = []
+    @_spi(Wire) public var events: [Event] = []
 
     /// The largest counter a relay stores: as members, it refuses identities past 2^48
     /// (docs/FORMAT.md, section 11, reason 4), so no peer can exhaust a writer's counters.
-    package static let maxCounter: UInt64 = 1 << 48
+    @_spi(Wire) public static let maxCounter: UInt64 = 1 << 48
 
     /// Decodes and checks a whole range as ``EventRange`` does (checksum, bounds, every item),
     /// keeping each item's bytes; throws ``ChronicleError/malformedInput(_:)``.
-    package init(decoding bytes: [UInt8]) throws(ChronicleError) {
+    @_spi(Wire) public init(decoding bytes: [UInt8]) throws(ChronicleError) {
         let checked = try EventRange(decoding: bytes)
         source = checked.source.bytes
         after = checked.after
@@ -85,7 +88,7 @@ package struct RelayRange: Sendable {
 
     /// The ids of the data keys an event item names (see ``Event/keyIDs``): for an item of a
     /// newer format, the key of the authenticator at its end.
-    package static func keyIDs(ofItem item: [UInt8]) -> [[UInt8]] {
+    @_spi(Wire) public static func keyIDs(ofItem item: [UInt8]) -> [[UInt8]] {
         switch item.withUnsafeBytes({ Chronicle.Event.parse($0) }) {
         case let .success(.event(event)): event.namedKeyIDs.map(\.bytes)
         case .success(.opaque): Chronicle.Event.trailingAuthenticator(item).map { [$0.keyID.bytes] } ?? []
@@ -94,7 +97,7 @@ package struct RelayRange: Sendable {
     }
 
     /// Whether a pull with `filter` carries an event of this `policy` and payload size.
-    package static func admits(_ filter: RangeFilter, policy: UInt8?, payloadSize: Int) -> Bool {
+    @_spi(Wire) public static func admits(_ filter: RangeFilter, policy: UInt8?, payloadSize: Int) -> Bool {
         switch filter {
         case .syncable: policy.map { $0 != SyncPolicy.never.rawValue } ?? true
         case let .automaticSmall(limit): policy == SyncPolicy.automaticSmall.rawValue && payloadSize <= limit
@@ -103,16 +106,16 @@ package struct RelayRange: Sendable {
 
     /// The chain hash a relay keeps at each position: BLAKE2b-256(previous ‖ position (u64 BE) ‖
     /// item bytes), zeros before the first (docs/FORMAT.md, section 13).
-    package static func chainHash(previous: [UInt8], position: UInt64, item: [UInt8]) -> [UInt8] {
+    @_spi(Wire) public static func chainHash(previous: [UInt8], position: UInt64, item: [UInt8]) -> [UInt8] {
         GenericHash.hash(previous + position.bigEndianBytes + item)
     }
 
     /// No chain yet: 32 zero bytes.
-    package static let emptyChain = [UInt8](repeating: 0, count: LogRecord.hashLength)
+    @_spi(Wire) public static let emptyChain = [UInt8](repeating: 0, count: LogRecord.hashLength)
 
     /// Encodes a range of a relay's positions `(after, upTo]` (section 7): keys first, then the
     /// event items as received.
-    package static func encode(
+    @_spi(Wire) public static func encode(
         source: [UInt8], epoch: [UInt8], after: UInt64, upTo: UInt64, head: UInt64, afterChain: [UInt8], upToChain: [UInt8],
         keys: [[UInt8]], events: [[UInt8]]
     ) -> [UInt8] {

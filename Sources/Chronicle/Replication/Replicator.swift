@@ -1,7 +1,8 @@
-import AsyncAlgorithms
 import Foundation
 import Logging
+#if ServiceLifecycle
 public import ServiceLifecycle
+#endif
 
 /// Replicates a store's log with peers: manual ``sync()`` and automatic-small mode.
 ///
@@ -14,7 +15,7 @@ public import ServiceLifecycle
 /// Ranges move in bounded batches; each is applied in one durable transaction
 /// together with its checkpoint, so an interrupted sync resumes where it
 /// stopped, and a re-sent batch changes nothing.
-public actor Replicator: Service {
+public actor Replicator {
     /// Tuning for a replicator.
     public struct Configuration: Sendable {
         /// The largest payload pushed automatically (larger `.automaticSmall` values wait for `sync()`). Default 100 KiB.
@@ -283,7 +284,7 @@ public actor Replicator: Service {
         let interval = configuration.pullInterval
         ticker = Task {
             trigger.yield()
-            for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) { trigger.yield() }
+            for await _ in Ticks(interval: interval) { trigger.yield() }
         }
         // Peers that can hold a request until their log changes (the hub) wake a round at once.
         watchers = peers.compactMap { peer in
@@ -301,20 +302,6 @@ public actor Replicator: Service {
             }
         }
         eventLog.startPollingIfNeeded()
-    }
-
-    /// Runs automatic mode as a swift-service-lifecycle `Service`: starts it, and stops it when
-    /// the service group shuts down gracefully or the task is cancelled.
-    ///
-    /// ```swift
-    /// let group = ServiceGroup(services: [replicator], gracefulShutdownSignals: [.sigterm], logger: logger)
-    /// try await group.run()
-    /// ```
-    public func run() async throws {
-        start()
-        // Suspends until graceful shutdown or cancellation, then stops (the error of either is not a failure).
-        try? await gracefulShutdown()
-        stop()
     }
 
     /// Waits on `transport` for changes of its log and triggers a round for each; against a peer
@@ -371,3 +358,22 @@ public actor Replicator: Service {
         }
     }
 }
+
+#if ServiceLifecycle
+/// With the package's `ServiceLifecycle` trait, a replicator is a swift-service-lifecycle `Service`.
+extension Replicator: Service {
+    /// Runs automatic mode as a swift-service-lifecycle `Service`: starts it, and stops it when
+    /// the service group shuts down gracefully or the task is cancelled.
+    ///
+    /// ```swift
+    /// let group = ServiceGroup(services: [replicator], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    public func run() async throws {
+        start()
+        // Suspends until graceful shutdown or cancellation, then stops (the error of either is not a failure).
+        try? await gracefulShutdown()
+        stop()
+    }
+}
+#endif

@@ -32,7 +32,7 @@ extension Store {
     }
 
     /// The largest range file (or pushed range) there is: 256 MiB.
-    public static let maxRangeFileSize = EventRange.maxEncodedSize
+    @_spi(Tools) public static let maxRangeFileSize = EventRange.maxEncodedSize
 
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///

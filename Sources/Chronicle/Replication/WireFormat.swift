@@ -1,11 +1,11 @@
 /// What the HTTP protocol (docs/FORMAT.md, section 8) shares between `chronicle serve`
 /// (`ChronicleHTTP`) and the hub (`ChronicleHub`).
-package enum WireFormat {
+@_spi(Wire) public enum WireFormat {
     /// The media type of a range body.
-    package static let rangeMediaType = "application/vnd.chronicle.range"
+    @_spi(Wire) public static let rangeMediaType = "application/vnd.chronicle.range"
 
     /// `syncable` (the default, also for `nil`) or `small:BYTES`; `nil` for anything else.
-    package static func filter(_ text: String?) -> RangeFilter? {
+    @_spi(Wire) public static func filter(_ text: String?) -> RangeFilter? {
         guard let text, text != "syncable" else { return .syncable }
         if text.hasPrefix("small:"), let limit = Int(text.dropFirst(6)), limit >= 0 { return .automaticSmall(maxPayload: limit) }
         return nil
@@ -13,13 +13,13 @@ package enum WireFormat {
 
     /// `max`: the events a pull returns at most, 256 when absent, clamped to 1…4,096; `nil` when
     /// it is not a decimal number.
-    package static func maxEvents(_ text: String?) -> Int? {
+    @_spi(Wire) public static func maxEvents(_ text: String?) -> Int? {
         guard let text else { return 256 }
         guard !text.isEmpty, text.utf8.count <= 20, text.allSatisfy(\.isASCII), let value = Int(text) else { return nil }
         return min(max(value, 1), 4096)
     }
 
-    package static func text(_ filter: RangeFilter) -> String {
+    @_spi(Wire) public static func text(_ filter: RangeFilter) -> String {
         switch filter {
         case .syncable: "syncable"
         case let .automaticSmall(limit): "small:\(limit)"
@@ -28,14 +28,14 @@ package enum WireFormat {
 }
 
 /// ``ReplicaInfo`` on the wire: ids in hex.
-package struct WireInfo: Codable, Sendable {
-    package var replicaID: String
-    package var epoch: String
-    package var protocolVersion: UInt8
-    package var head: UInt64
-    package var writer: String?
+@_spi(Wire) public struct WireInfo: Codable, Sendable {
+    @_spi(Wire) public var replicaID: String
+    @_spi(Wire) public var epoch: String
+    @_spi(Wire) public var protocolVersion: UInt8
+    @_spi(Wire) public var head: UInt64
+    @_spi(Wire) public var writer: String?
 
-    package init(_ info: ReplicaInfo) {
+    @_spi(Wire) public init(_ info: ReplicaInfo) {
         replicaID = info.replicaID.hex
         epoch = info.epoch.hex
         protocolVersion = info.protocolVersion
@@ -45,7 +45,7 @@ package struct WireInfo: Codable, Sendable {
 
     /// A relay's info: its id and epoch as 16 bytes each, no writer (like a mailbox: pushers judge
     /// what they pushed by their own checkpoints).
-    package init(relay id: [UInt8], epoch: [UInt8], head: UInt64) {
+    @_spi(Wire) public init(relay id: [UInt8], epoch: [UInt8], head: UInt64) {
         replicaID = id.hexString
         self.epoch = epoch.hexString
         protocolVersion = EventRange.protocolVersion
@@ -53,7 +53,7 @@ package struct WireInfo: Codable, Sendable {
         writer = nil
     }
 
-    package func info() throws(ChronicleError) -> ReplicaInfo {
+    @_spi(Wire) public func info() throws(ChronicleError) -> ReplicaInfo {
         guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
             throw .malformedInput("the peer's info is malformed")
         }

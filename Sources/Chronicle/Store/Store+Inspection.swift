@@ -14,7 +14,7 @@ extension Store {
 
     /// The current value of the plain key `name` as JSON, or `nil` when it has
     /// no value (for tools: `chronicle get`).
-    public func currentValueJSON(forKeyNamed name: String) throws(ChronicleError) -> String? {
+    @_spi(Tools) public func currentValueJSON(forKeyNamed name: String) throws(ChronicleError) -> String? {
         try Keys.validate(name: name)
         let eventLog = try eventLog
         guard let entry = try mappingErrors({ try eventLog.entry(.defaults, name) }), entry.op == .set else { return nil }
@@ -31,10 +31,12 @@ extension Store {
     /// throws ``ChronicleError/invalidArgument(_:)`` saying what the text should look like.
     /// Whatever ``currentValueJSON(forKeyNamed:)`` returns sets the same value back.
     /// - Parameters:
+    ///   - text: the value as text: JSON, or anything else as a string.
+    ///   - name: the key's name.
     ///   - kind: the type to store; `nil` guesses from the text as above.
     ///   - policy: the sync policy; default: the key's current policy, else ``SyncPolicy/never``.
     ///     A tool never widens a key's policy by accident: a wider one must be asked for.
-    public func setValue(
+    @_spi(Tools) public func setValue(
         fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil
     ) throws(ChronicleError) {
         try Keys.validate(name: name)
@@ -53,7 +55,7 @@ extension Store {
     }
 
     /// Removes the plain key `name` (for tools: `chronicle rm`).
-    public func removeValue(forKeyNamed name: String) throws(ChronicleError) {
+    @_spi(Tools) public func removeValue(forKeyNamed name: String) throws(ChronicleError) {
         try Keys.validate(name: name)
         let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
         try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing?.policy ?? .never, formerNames: []))])

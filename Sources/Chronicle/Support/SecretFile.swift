@@ -12,9 +12,11 @@ import Darwin
 /// A secret file must be a regular file (not a symbolic link), owned by the user running
 /// the process, readable by nobody else (no group or other permission bits: `chmod 600`),
 /// in a folder that only its owner (or root) can write to.
-public enum SecretFile {
+@_spi(Tools) public enum SecretFile {
     /// The bytes of the secret file at `url`.
-    /// - Parameter what: what the file holds, for errors ("key file", "token file").
+    /// - Parameters:
+    ///   - url: the file.
+    ///   - what: what the file holds, for errors ("key file", "token file").
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` naming what is wrong and how to fix it;
     ///   ``ChronicleError/keyUnavailable(reason:)`` when the file cannot be read.
     public static func contents(of url: URL, what: String) throws(ChronicleError) -> [UInt8] {

@@ -1,5 +1,6 @@
+#if HTTPClient
 import AsyncHTTPClient
-public import Chronicle
+@_spi(Wire) public import Chronicle
 public import Foundation
 import NIOCore
 import NIOHTTP1
@@ -42,7 +43,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
     }
 
     public func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
-        var query = ["after": String(after), "filter": filterText(filter), "max": String(maxEvents)]
+        var query = ["after": String(after), "filter": WireFormat.text(filter), "max": String(maxEvents)]
         if let origin { query["exclude"] = origin.hex }
         return try await send(.GET, path: "v1/range", query: query, body: nil)
     }
@@ -83,7 +84,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
     }()
 
     /// Whether `url` names this machine (plain HTTP to it stays on the machine).
-    static func isLoopback(_ url: URL) -> Bool {
+    public static func isLoopback(_ url: URL) -> Bool {
         guard let host = url.host?.lowercased() else { return false }
         return isLoopback(host: host)
     }
@@ -109,7 +110,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         if let body {
-            request.headers.add(name: "Content-Type", value: rangeMediaType)
+            request.headers.add(name: "Content-Type", value: WireFormat.rangeMediaType)
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         if let trustedCertificates {
@@ -141,3 +142,4 @@ extension HTTPTransport: CustomStringConvertible, CustomDebugStringConvertible, 
         Mirror(self, children: ["baseURL": baseURL, "trustedCertificates": trustedCertificates as Any, "timeout": timeout], displayStyle: .struct)
     }
 }
+#endif

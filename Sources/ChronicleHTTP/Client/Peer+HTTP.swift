@@ -1,3 +1,4 @@
+#if HTTPClient
 import AsyncHTTPClient
 public import Chronicle
 public import Foundation
@@ -18,3 +19,17 @@ extension Peer {
         return Peer(name: url.absoluteString, transport: transport)
     }
 }
+#endif
+#if !HTTPClient
+public import Chronicle
+public import Foundation
+
+extension Peer {
+    /// Without the package's `HTTPClient` trait there is no HTTP client: this declaration only says so.
+    @available(*, unavailable, message: "enable the Chronicle package's HTTPClient trait: .package(url: …, from: …, traits: [\"HTTPClient\"])")
+    public static func http(_ url: URL, token: String, trustedCertificates: URL? = nil, allowingInsecureHTTP: Bool = false) -> Peer {
+        // Safe: an unavailable declaration cannot be called, so this line never runs.
+        fatalError("Peer.http needs the HTTPClient trait")
+    }
+}
+#endif

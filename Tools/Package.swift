@@ -1,0 +1,160 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// The operators' and developers' package: the `chronicle` tool with its HTTP server
+// (`chronicle serve`), the multi-tenant hub on PostgreSQL, and the benchmarks. It is nested in the
+// repository so that no app resolves what it needs (SwiftNIO's servers, Hummingbird, postgres-nio,
+// swift-prometheus, swift-argument-parser, GRDB): an app adds the root package, whose `Chronicle`
+// product brings swift-log alone. docs/ARCHITECTURE.md says why it is one package and not three.
+//
+//     swift build --package-path Tools            # builds the tool, the hub and the benchmarks
+//     scripts/with-postgres.sh swift test --package-path Tools
+let package = Package(
+    name: "ChronicleTools",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "chronicle", targets: ["chronicle"]),
+        .executable(name: "chronicle-bench", targets: ["chronicle-bench"]),
+        .library(name: "ChronicleHTTPServer", targets: ["ChronicleHTTPServer"]),
+        .library(name: "ChronicleHub", targets: ["ChronicleHub"]),
+    ],
+    dependencies: [
+        .package(name: "Chronicle", path: "..", traits: ["HTTPClient", "ServiceLifecycle"]),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // The hub: PostgreSQL and Prometheus metrics.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The benchmark's SQLite peer.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Tests only: child processes (swift-subprocess) and its file paths (swift-system).
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        // prctl for the tool (a header only: nothing to link).
+        .systemLibrary(name: "CChronicleSystem"),
+        // The benchmark's raw-LMDB peer calls mdb_put/mdb_get itself, without Chronicle's wrapper,
+        // so the table shows what the wrapper and the domain cost. (Not `CChronicleLMDB`: SwiftPM
+        // refuses two targets of one name in a graph, and that one belongs to the root package.)
+        .systemLibrary(name: "CBenchLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+
+        // The HTTP protocol's server: `chronicle serve` on Hummingbird.
+        .target(
+            name: "ChronicleHTTPServer",
+            dependencies: [
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The hub: multi-tenant sync on PostgreSQL, speaking the HTTP protocol of the server above.
+        .target(
+            name: "ChronicleHub",
+            dependencies: [
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                "ChronicleHTTPServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The command-line tool.
+        .executableTarget(
+            name: "chronicle",
+            dependencies: [
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                "ChronicleHTTPServer",
+                "ChronicleHub",
+                "CChronicleSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Benchmarks against raw LMDB, GRDB and UserDefaults.
+        .executableTarget(
+            name: "chronicle-bench",
+            dependencies: [
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                "ChronicleHTTPServer", "ChronicleHub", "CBenchLMDB",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+
+        // What the three test targets share: temporary directories and running the tool.
+        .target(
+            name: "ToolsTestSupport",
+            dependencies: [
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/ToolsTestSupport"
+        ),
+        .testTarget(
+            name: "ChronicleToolTests",
+            dependencies: [
+                "chronicle", "ToolsTestSupport",
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleTesting", package: "Chronicle"),
+            ]
+        ),
+        .testTarget(
+            name: "ChronicleHTTPServerTests",
+            dependencies: [
+                "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                .product(name: "ChronicleTesting", package: "Chronicle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ChronicleHubTests",
+            dependencies: [
+                "ChronicleHub", "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                .product(name: "Chronicle", package: "Chronicle"),
+                .product(name: "ChronicleHTTP", package: "Chronicle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Strict settings for every target of ours.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,156 @@
+@_spi(Wire) import Chronicle
+import ChronicleHTTP
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// Tenants and device tokens: what `chronicle hub tenant …` and `chronicle hub token …` do.
+extension HubDatabase {
+
+    /// Adds a tenant; returns `false` when one of that name exists already.
+    ///
+    /// - Parameters:
+    ///   - maxEvents: the most events the tenant's log may hold (`nil`: no limit).
+    ///   - maxBytes: the most bytes of event items it may hold (`nil`: no limit).
+    @discardableResult
+    public func addTenant(_ name: String, maxEvents: Int64? = nil, maxBytes: Int64? = nil) async throws -> Bool {
+        try Self.validate(name: name, what: "tenant")
+        let relay = ByteBuffer(bytes: randomIdentifier())
+        let epoch = ByteBuffer(bytes: randomIdentifier())
+        let chain = ByteBuffer(bytes: RelayRange.emptyChain)
+        let rows = try await client.query(
+            """
+            INSERT INTO tenants (name, relay_id, epoch, chain, max_events, max_bytes)
+            VALUES (\(name), \(relay), \(epoch), \(chain), \(maxEvents), \(maxBytes))
+            ON CONFLICT (name) DO NOTHING RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// A tenant as `chronicle hub tenant list` shows it.
+    public struct TenantSummary: Sendable, Equatable {
+        /// The tenant's name.
+        public var name: String
+        /// Devices holding a token.
+        public var devices: Int
+        /// Events stored.
+        public var events: Int64
+        /// Bytes stored (event items and wrapped keys).
+        public var bytes: Int64
+        /// The event quota (`nil`: none).
+        public var maxEvents: Int64?
+        /// The byte quota (`nil`: none).
+        public var maxBytes: Int64?
+    }
+
+    /// Every tenant, by name.
+    public func tenants() async throws -> [TenantSummary] {
+        let rows = try await client.query(
+            """
+            SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events, t.max_bytes
+            FROM tenants t ORDER BY t.name
+            """, logger: logger)
+        var result: [TenantSummary] = []
+        for try await (name, devices, events, bytes, maxEvents, maxBytes) in rows.decode((String, Int64, Int64, Int64, Int64?, Int64?).self) {
+            result.append(TenantSummary(name: name, devices: Int(devices), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes))
+        }
+        return result
+    }
+
+    /// Sets a tenant's quotas (`nil`: no limit).
+    public func setQuota(tenant: String, maxEvents: Int64?, maxBytes: Int64?) async throws {
+        let rows = try await client.query(
+            "UPDATE tenants SET max_events = \(maxEvents), max_bytes = \(maxBytes) WHERE name = \(tenant) RETURNING id", logger: logger)
+        for try await _ in rows { return }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Issues a new token for a device of a tenant (replacing the device's previous token) and
+    /// returns it; only its hash is stored.
+    public func issueToken(tenant: String, device: String) async throws -> String {
+        try Self.validate(name: device, what: "device")
+        let token = BearerToken.generate()
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            """
+            INSERT INTO devices (tenant_id, name, token_hash)
+            SELECT id, \(device), \(hash) FROM tenants WHERE name = \(tenant)
+            ON CONFLICT (tenant_id, name) DO UPDATE SET token_hash = EXCLUDED.token_hash, created = now()
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return token }
+        throw HubRefusal.unknownTenant(tenant)
+    }
+
+    /// Revokes a device's token: refused from the next request on, on every node. Returns
+    /// `false` when the device had none.
+    @discardableResult
+    public func revokeToken(tenant: String, device: String) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            DELETE FROM devices WHERE name = \(device) AND tenant_id = (SELECT id FROM tenants WHERE name = \(tenant))
+            RETURNING tenant_id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// The wrapped-key records a tenant's devices stored, per device (`chronicle hub keys list`).
+    public func keyCounts(tenant: String) async throws -> [(device: String, keys: Int)] {
+        let rows = try await client.query(
+            """
+            SELECT coalesce(k.device, ''), count(*) FROM wrapped_keys k JOIN tenants t ON t.id = k.tenant_id
+            WHERE t.name = \(tenant) GROUP BY k.device ORDER BY k.device
+            """, logger: logger)
+        var counts: [(String, Int)] = []
+        for try await (device, count) in rows.decode((String, Int64).self) { counts.append((device, Int(count))) }
+        return counts
+    }
+
+    /// Drops the wrapped-key records a device of the tenant pushed (`nil`: records from before the
+    /// hub recorded who pushed them); returns how many. Members hold the keys they opened, so a
+    /// genuine record dropped here costs only a device that joins later: it pushes it again.
+    @discardableResult
+    public func dropKeys(tenant: String, device: String?) async throws -> Int {
+        let rows = try await client.query(
+            """
+            DELETE FROM wrapped_keys WHERE tenant_id = (SELECT id FROM tenants WHERE name = \(tenant))
+            AND device IS NOT DISTINCT FROM \(device) RETURNING body
+            """, logger: logger)
+        var dropped = 0
+        var bytes: Int64 = 0
+        for try await body in rows.decode(ByteBuffer.self) {
+            dropped += 1
+            bytes += Int64(body.readableBytes)
+        }
+        if bytes > 0 {
+            try await client.query("UPDATE tenants SET byte_count = greatest(0, byte_count - \(bytes)) WHERE name = \(tenant)", logger: logger)
+        }
+        return dropped
+    }
+
+    /// The device a token belongs to, or `nil` (unknown or revoked).
+    func device(token: String) async throws -> HubDevice? {
+        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let rows = try await client.query(
+            "SELECT tenant_id, name FROM devices WHERE token_hash = \(hash)", logger: logger)
+        for try await (tenant, name) in rows.decode((Int64, String).self) { return HubDevice(tenant: tenant, name: name) }
+        return nil
+    }
+
+    static func tokenHash(_ token: String) -> [UInt8] { BearerToken.digest(token) }
+
+    static func validate(name: String, what: String) throws(HubRefusal) {
+        guard (1...200).contains(name.utf8.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "._-@".contains($0) }) else {
+            throw .invalidName("a \(what) name is 1 to 200 letters, digits and . _ - @")
+        }
+    }
+}
+
+/// 16 random bytes from the system's generator (getrandom(2) on Linux), for a tenant's relay id
+/// and epoch: identifiers that must not repeat, not secrets.
+private func randomIdentifier() -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+}

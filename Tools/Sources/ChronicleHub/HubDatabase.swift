@@ -1,0 +1,430 @@
+@_spi(Wire) public import Chronicle
+import Foundation
+public import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// The hub's state in PostgreSQL: tenants, device tokens (hashed), each tenant's log of event
+/// items as received, and the wrapped keys devices pushed. Hub processes hold nothing else, so
+/// any number of them serve the same tenants.
+///
+/// Schema (`migrate()`; docs/FORMAT.md, section 13):
+///
+/// ```
+/// tenants(id, name UNIQUE, relay_id 16 B, epoch 16 B, head, chain 32 B, event_count, byte_count,
+///         max_events, max_bytes)
+/// devices(tenant_id, name, token_hash 32 B UNIQUE, created, last_seen, pushed, pulled)
+/// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
+///        PRIMARY KEY (tenant_id, position), UNIQUE (tenant_id, writer, counter))
+/// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device)
+/// ```
+///
+/// Positions are a tenant's own sequence, numbered inside the appending transaction while it
+/// holds the tenant's row lock: appends of one tenant are serialized and commit in position
+/// order, so a puller at position N never misses an event that commits later below N.
+public final class HubDatabase: Sendable {
+    /// The pooled client (run by ``run()``).
+    let client: PostgresClient
+    let configuration: PostgresClient.Configuration
+    let logger: Logger
+
+    /// Items one pull scans at most (the filters may pass over many).
+    static let scanLimit = 4_096
+    /// About how many bytes of events one pull returns at most.
+    static let pullBytes = 1 << 20
+    /// The channel the hub's nodes notify on: the payload is the tenant id.
+    static let channel = "chronicle_hub"
+    /// The most wrapped keys a tenant holds.
+    static let maxKeys: Int64 = 1_024
+    /// The most wrapped keys one device's pushes store (a device has a key or two, and one more
+    /// per rotation): no token can fill its tenant's table. `chronicle hub keys drop` frees them.
+    static let maxKeysPerDevice: Int64 = 64
+    /// Appends waiting on this node, per tenant: they serialize on the tenant's row lock anyway,
+    /// so they wait here rather than each holding one of the pool's connections (one tenant's
+    /// queue would otherwise take every connection and stall every other tenant on the node).
+    let appendGate = TenantGate()
+
+    /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
+    ///
+    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the URL is not one.
+    public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
+        configuration = try Self.configuration(url: url)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until the task is cancelled; every other call needs it running.
+    public func run() async {
+        await client.run()
+    }
+
+    static func configuration(url text: String) throws(ChronicleError) -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+            let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty
+        else {
+            throw .invalidArgument("the database must be a URL like postgres://USER:PASSWORD@HOST:5432/DATABASE")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-full", "verify-ca": tls = .require(.makeClientConfiguration())
+        default: throw .invalidArgument("sslmode is disable, prefer or require")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user, password: url.password, database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 40
+        return configuration
+    }
+
+    /// Runs `body` in a transaction; what `body` throws comes out as itself (a refusal stays a
+    /// refusal), not wrapped in the driver's transaction error.
+    func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            // A failed COMMIT is a database failure like any other (503, retry), not a 500.
+            if let inner = error.closureError ?? error.beginError ?? error.commitError { throw inner }
+            throw error
+        }
+    }
+
+    // MARK: - Schema
+
+    /// Creates or upgrades the schema (idempotent; concurrent runs wait for each other).
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7411011)", logger: logger)
+            for statement: PostgresQuery in [
+                """
+                CREATE TABLE IF NOT EXISTS tenants (
+                    id bigserial PRIMARY KEY,
+                    name text NOT NULL UNIQUE,
+                    relay_id bytea NOT NULL,
+                    epoch bytea NOT NULL,
+                    head bigint NOT NULL DEFAULT 0,
+                    chain bytea NOT NULL,
+                    event_count bigint NOT NULL DEFAULT 0,
+                    byte_count bigint NOT NULL DEFAULT 0,
+                    max_events bigint,
+                    max_bytes bigint,
+                    created timestamptz NOT NULL DEFAULT now())
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS devices (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    name text NOT NULL,
+                    token_hash bytea NOT NULL UNIQUE,
+                    created timestamptz NOT NULL DEFAULT now(),
+                    last_seen timestamptz,
+                    pushed bigint NOT NULL DEFAULT 0,
+                    pulled bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (tenant_id, name))
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS events (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    position bigint NOT NULL,
+                    writer bytea NOT NULL,
+                    counter bigint NOT NULL,
+                    policy smallint NOT NULL,
+                    payload_size integer NOT NULL,
+                    body bytea NOT NULL,
+                    chain bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, position))
+                """,
+                // One row per distinct body of an identity: a body pushed first by a device
+                // without the key must not swallow the genuine one (members pick; FORMAT.md 7.2).
+                "ALTER TABLE events DROP CONSTRAINT IF EXISTS events_tenant_id_writer_counter_key",
+                "CREATE UNIQUE INDEX IF NOT EXISTS events_identity_body ON events (tenant_id, writer, counter, sha256(body))",
+                """
+                CREATE TABLE IF NOT EXISTS wrapped_keys (
+                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    digest bytea NOT NULL,
+                    body bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, digest))
+                """,
+                // Which key a record wraps (a pull carries only the keys its events name) and which
+                // device pushed it (each device stores a bounded number).
+                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS key_id bytea",
+                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS device text",
+                "UPDATE wrapped_keys SET key_id = substring(body from 2 for 16) WHERE key_id IS NULL",
+                "CREATE INDEX IF NOT EXISTS wrapped_keys_key_id ON wrapped_keys (tenant_id, key_id)",
+            ] {
+                try await connection.query(statement, logger: logger)
+            }
+        }
+    }
+
+    // MARK: - The log
+
+    /// What the hub answers `GET /v1/info` with for a tenant.
+    func info(tenant: Int64) async throws -> WireInfo {
+        let rows = try await client.query("SELECT relay_id, epoch, head FROM tenants WHERE id = \(tenant)", logger: logger)
+        for try await (relay, epoch, head) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
+            return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head))
+        }
+        throw HubRefusal.unknownTenant("#\(tenant)")
+    }
+
+    /// Appends a pushed range's new items to the tenant's log in one transaction: keys the
+    /// tenant has not seen, events whose identity it has not stored (in range order); quotas
+    /// checked before anything is written. Notifies every node.
+    func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
+        await appendGate.acquire(device.tenant)
+        defer { appendGate.release(device.tenant) }
+        let range = try RelayRange(decoding: body)
+        return try await transaction { connection in
+            // The tenant's row lock serializes its appends: positions are numbered under it.
+            let tenantRows = try await connection.query(
+                "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(device.tenant) FOR UPDATE",
+                logger: logger)
+            var state: (head: Int64, chain: [UInt8], events: Int64, bytes: Int64, maxEvents: Int64?, maxBytes: Int64?)?
+            for try await (head, chain, events, bytes, maxEvents, maxBytes) in tenantRows.decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
+                state = (head, Array(buffer: chain), events, bytes, maxEvents, maxBytes)
+            }
+            guard var tenant = state else { throw HubRefusal.unknownTenant("#\(device.tenant)") }
+
+            var receipt = RangeReceipt()
+            receipt.received = range.events.count
+            // Bodies stored already per identity (pushed before, or by another device or node).
+            var known: [IdentityKey: [[UInt8]]] = [:]
+            if !range.events.isEmpty {
+                let writers = range.events.map { ByteBuffer(bytes: $0.writer) }
+                let counters = range.events.map { Int64($0.counter) }
+                let rows = try await connection.query(
+                    """
+                    SELECT e.writer, e.counter, e.body FROM events e
+                    JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
+                      ON e.writer = u.writer AND e.counter = u.counter
+                    WHERE e.tenant_id = \(device.tenant)
+                    """, logger: logger)
+                for try await (writer, counter, body) in rows.decode((ByteBuffer, Int64, ByteBuffer).self) {
+                    known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
+                }
+            }
+            var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
+            var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
+            var addedBytes: Int64 = 0
+            for event in range.events {
+                let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
+                // The same identity with the same bytes is stored once; with other bytes it is
+                // kept too (a relay verifies nothing: members quarantine the one that fails).
+                guard known[identity]?.contains(event.bytes) != true else {
+                    receipt.duplicates += 1
+                    continue
+                }
+                known[identity, default: []].append(event.bytes)
+                tenant.head += 1
+                tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
+                positions.append(tenant.head)
+                writers.append(ByteBuffer(bytes: event.writer))
+                counters.append(Int64(event.counter))
+                policies.append(event.policy.map(Int16.init) ?? -1)
+                sizes.append(Int32(clamping: event.payloadSize))
+                bodies.append(ByteBuffer(bytes: event.bytes))
+                chains.append(ByteBuffer(bytes: tenant.chain))
+                addedBytes += Int64(event.bytes.count)
+            }
+            // Wrapped keys the tenant has not stored, named by an event of the push (a record no
+            // event names is never sent to anyone, so it is not kept): they count against the
+            // tenant's byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
+            var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = []
+            let named = Set(range.events.flatMap(\.keyIDs))
+            let pushedKeys = range.keys.filter { named.contains($0.id) }
+            if !pushedKeys.isEmpty {
+                var digests: [[UInt8]: RelayRange.Key] = [:]
+                for key in pushedKeys { digests[key.digest] = key }
+                let pushed = digests.keys.map { ByteBuffer(bytes: $0) }
+                var (stored, storedByDevice): (Int64, Int64) = (0, 0)
+                for try await (count, byDevice) in try await connection.query(
+                    "SELECT count(*), count(*) FILTER (WHERE device = \(device.name)) FROM wrapped_keys WHERE tenant_id = \(device.tenant)",
+                    logger: logger
+                ).decode((Int64, Int64).self) { (stored, storedByDevice) = (count, byDevice) }
+                let present = try await connection.query(
+                    "SELECT digest FROM wrapped_keys WHERE tenant_id = \(device.tenant) AND digest = ANY(\(pushed)::bytea[])", logger: logger)
+                for try await digest in present.decode(ByteBuffer.self) { digests[Array(buffer: digest)] = nil }
+                for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                    keyDigests.append(ByteBuffer(bytes: digest))
+                    keyBodies.append(ByteBuffer(bytes: key.bytes))
+                    keyIDs.append(ByteBuffer(bytes: key.id))
+                    addedBytes += Int64(key.bytes.count)
+                }
+                if storedByDevice + Int64(keyDigests.count) > Self.maxKeysPerDevice {
+                    throw HubRefusal.quotaExceeded(
+                        "device \(device.name) stored \(storedByDevice) wrapped keys and this push brings \(keyDigests.count) more: "
+                            + "a device stores at most \(Self.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
+                }
+                if stored + Int64(keyDigests.count) > Self.maxKeys {
+                    throw HubRefusal.quotaExceeded(
+                        "the tenant holds \(stored) wrapped keys and this push brings \(keyDigests.count) more: at most \(Self.maxKeys) are kept "
+                            + "(the operator frees them with `chronicle hub keys drop`)")
+                }
+            }
+            if let maxEvents = tenant.maxEvents, tenant.events + Int64(positions.count) > maxEvents {
+                throw HubRefusal.quotaExceeded(
+                    "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(positions.count) more pushed): ask the operator")
+            }
+            if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
+                throw HubRefusal.quotaExceeded(
+                    "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
+            }
+            if !keyDigests.isEmpty {
+                // One statement, not one round trip per key under the tenant's lock.
+                let rows = try await connection.query(
+                    """
+                    INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
+                    SELECT \(device.tenant), *, \(device.name) FROM unnest(\(keyDigests)::bytea[], \(keyBodies)::bytea[], \(keyIDs)::bytea[])
+                    ON CONFLICT DO NOTHING RETURNING tenant_id
+                    """, logger: logger)
+                for try await _ in rows { receipt.keys += 1 }
+            }
+            if !positions.isEmpty {
+                try await connection.query(
+                    """
+                    INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
+                    SELECT \(device.tenant), * FROM unnest(\(positions)::bigint[], \(writers)::bytea[], \(counters)::bigint[],
+                        \(policies)::smallint[], \(sizes)::integer[], \(bodies)::bytea[], \(chains)::bytea[])
+                    """, logger: logger)
+            }
+            if !positions.isEmpty || addedBytes > 0 {
+                let chain = ByteBuffer(bytes: tenant.chain)
+                try await connection.query(
+                    """
+                    UPDATE tenants SET head = \(tenant.head), chain = \(chain), event_count = event_count + \(Int64(positions.count)),
+                        byte_count = byte_count + \(addedBytes)
+                    WHERE id = \(device.tenant)
+                    """, logger: logger)
+            }
+            try await connection.query(
+                "UPDATE devices SET last_seen = now(), pushed = pushed + \(Int64(positions.count)) WHERE tenant_id = \(device.tenant) AND name = \(device.name)",
+                logger: logger)
+            if !positions.isEmpty || receipt.keys > 0 {
+                try await connection.query("SELECT pg_notify(\(Self.channel), \(String(device.tenant)))", logger: logger)
+            }
+            receipt.applied = positions.count
+            return receipt
+        }
+    }
+
+    /// A range of the tenant's log after position `after`, as `GET /v1/range` returns it: at most
+    /// `maxEvents` events passing `filter` (and not written by `excluding`), read in one snapshot.
+    /// Also returns whether it holds any event.
+    func range(
+        tenant: Int64, device: String, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
+    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64) {
+        try await transaction { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            let tenantRows = try await connection.query(
+                "SELECT relay_id, epoch, head, chain FROM tenants WHERE id = \(tenant)", logger: logger)
+            var found: (relay: [UInt8], epoch: [UInt8], head: UInt64, chain: [UInt8])?
+            for try await (relay, epoch, head, chain) in tenantRows.decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) {
+                found = (Array(buffer: relay), Array(buffer: epoch), UInt64(head), Array(buffer: chain))
+            }
+            guard let state = found else { throw HubRefusal.unknownTenant("#\(tenant)") }
+            // A checkpoint past the head (the database restored from an older backup): answer from
+            // the head, and the puller starts again from 0.
+            let start = min(after, state.head)
+            var afterChain = RelayRange.emptyChain
+            if start == state.head {
+                afterChain = state.chain
+            } else if start > 0 {
+                let rows = try await connection.query(
+                    "SELECT chain FROM events WHERE tenant_id = \(tenant) AND position = \(Int64(start))", logger: logger)
+                for try await chain in rows.decode(ByteBuffer.self) { afterChain = Array(buffer: chain) }
+            }
+            var upTo = start
+            var upToChain = afterChain
+            var bodies: [[UInt8]] = []
+            var bytes = 0
+            if start < state.head {
+                let rows = try await connection.query(
+                    """
+                    SELECT position, writer, policy, payload_size, body, chain FROM events
+                    WHERE tenant_id = \(tenant) AND position > \(Int64(start)) AND position <= \(Int64(state.head))
+                    ORDER BY position LIMIT \(Self.scanLimit)
+                    """, logger: logger)
+                for try await (position, eventWriter, policy, size, body, chain) in rows.decode((Int64, ByteBuffer, Int16, Int32, ByteBuffer, ByteBuffer).self) {
+                    if bodies.count >= maxEvents || bytes >= Self.pullBytes { break }
+                    upTo = UInt64(position)
+                    upToChain = Array(buffer: chain)
+                    guard RelayRange.admits(filter, policy: policy < 0 ? nil : UInt8(clamping: policy), payloadSize: Int(size)),
+                        writer.map({ Array(buffer: eventWriter) != $0 }) ?? true
+                    else { continue }
+                    bodies.append(Array(buffer: body))
+                    bytes += body.readableBytes
+                }
+            }
+            // Only the key records the pulled events name (every record under each id: a relay
+            // cannot tell a carrier's record from the real one; members open what opens).
+            var keys: [[UInt8]] = []
+            let named = Set(bodies.flatMap { RelayRange.keyIDs(ofItem: $0) }).map { ByteBuffer(bytes: $0) }
+            if !named.isEmpty {
+                let rows = try await connection.query(
+                    """
+                    SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
+                    ORDER BY key_id, digest LIMIT \(Self.maxKeys)
+                    """, logger: logger)
+                for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
+            }
+            let encoded = RelayRange.encode(
+                source: state.relay, epoch: state.epoch, after: start, upTo: upTo, head: state.head, afterChain: afterChain,
+                upToChain: upToChain, keys: keys, events: bodies)
+            return (encoded, bodies.count, upTo)
+        }
+    }
+
+    /// Records that `device` pulled up to `position` (the operator's view of each device's progress).
+    func recordPull(tenant: Int64, device: String, position: UInt64) async throws {
+        try await client.query(
+            "UPDATE devices SET last_seen = now(), pulled = GREATEST(pulled, \(Int64(position))) WHERE tenant_id = \(tenant) AND name = \(device)",
+            logger: logger)
+    }
+}
+
+/// A device authenticated by its token.
+struct HubDevice: Sendable, Equatable {
+    var tenant: Int64
+    var name: String
+}
+
+/// An event identity as a set member.
+struct IdentityKey: Hashable {
+    var writer: [UInt8]
+    var counter: Int64
+}
+
+/// One holder per tenant at a time; the others wait in turn (no connection held meanwhile).
+final class TenantGate: Sendable {
+    private let state = Mutex<[Int64: [CheckedContinuation<Void, Never>]]>([:])
+
+    func acquire(_ tenant: Int64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state[tenant] != nil else {
+                    state[tenant] = []
+                    return true
+                }
+                state[tenant]?.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release(_ tenant: Int64) {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard var waiting = state[tenant], !waiting.isEmpty else {
+                state[tenant] = nil
+                return nil
+            }
+            let first = waiting.removeFirst()
+            state[tenant] = waiting
+            return first
+        }
+        next?.resume()
+    }
+}

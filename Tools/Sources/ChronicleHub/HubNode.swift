@@ -1,0 +1,271 @@
+@_spi(Wire) import Chronicle
+import ChronicleHTTP
+public import ChronicleHTTPServer
+import Foundation
+import Hummingbird
+import HummingbirdCore
+public import Logging
+import NIOCore
+import PostgresNIO
+import Prometheus
+
+/// One hub process: serves every tenant from the shared PostgreSQL database, speaking the
+/// protocol of `chronicle serve` (docs/FORMAT.md, section 8), so a device cannot tell them apart.
+/// Stateless: run as many as you like behind a load balancer.
+///
+/// | method | path | |
+/// |---|---|---|
+/// | GET | `/v1/info` | the tenant's relay id, epoch and head |
+/// | GET | `/v1/range?after=N&filter=…&exclude=HEX&max=EVENTS&wait=SECONDS` | a range of the tenant's log; with `wait` (≤ 30), a long-poll: held until another device of the tenant pushes (through any node) or the time is up |
+/// | POST | `/v1/range` | appends a range; JSON receipt after the commit |
+/// | GET | `/healthz` | 200 when the database answers, else 503 (no token) |
+/// | GET | `/metrics` | Prometheus text format (no token) |
+///
+/// Statuses: 401 missing, unknown or revoked token; 400 malformed range or query; 413 body over
+/// ``maxBodySize``; 507 the tenant's quota is reached; 503 the database is unavailable (retry).
+public struct HubNode: Sendable {
+    /// The database (its connection pool runs with the node).
+    public let database: HubDatabase
+    /// The largest push body accepted, in bytes. Default 16 MiB.
+    public var maxBodySize: Int = 16 << 20
+    /// The longest a long-poll is held. Default 30 s.
+    public var maxWait: Duration = .seconds(30)
+    /// How long a connection may stay idle before the node closes it. Default 75 s (above ``maxWait``).
+    public var idleTimeout: Duration = .seconds(75)
+    /// The most connections served at once. Default 1,024.
+    public var maxConnections: Int = 1_024
+    /// The most connections one client address may hold at once, checked before any token is
+    /// read (0: no limit; set it to 0 or raise it behind a load balancer, which is one address). Default 64.
+    public var maxConnectionsPerAddress: Int = 64
+    /// The most bytes of push bodies the node holds at once; a push past it gets 503 with
+    /// `Retry-After`. Default 128 MiB.
+    public var maxBodyBytesInFlight: Int = 128 << 20
+    /// Where requests and errors are logged (never values or tokens).
+    public var logger: Logger
+    let metrics: HubMetrics
+    let notifier: HubNotifier
+
+    /// A node serving the tenants of `database`.
+    public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub")) {
+        self.database = database
+        self.logger = logger
+        metrics = HubMetrics()
+        notifier = HubNotifier(logger: logger)
+    }
+
+    /// Runs the node (its database pool and its notification listener included) until the task
+    /// is cancelled or, with `gracefulShutdownSignals`, until SIGINT/SIGTERM; in-flight requests
+    /// finish first.
+    ///
+    /// - Parameters:
+    ///   - host: The address to bind, for example `127.0.0.1`.
+    ///   - port: The port (0 picks a free one; `onRunning` says which).
+    ///   - tls: Serve HTTPS with this certificate and key (TLS 1.2 and 1.3, forward-secret suites only).
+    ///   - onRunning: Called with the bound port once the node accepts connections.
+    public func run(
+        host: String, port: Int, tls: ChronicleServer.TLS? = nil, gracefulShutdownSignals: Bool = false,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        let app = Application(
+            router: makeRouter(),
+            server: try ChronicleServer.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls),
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "chronicle-hub",
+                availableConnectionsDelegate: .maximum(maxConnections, logger: logger)),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+        let database = self.database
+        let notifier = self.notifier
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await database.run() }
+            group.addTask { await notifier.listen(database) }
+            if gracefulShutdownSignals {
+                try await app.runService()
+            } else {
+                try await app.run()
+            }
+            group.cancelAll()
+        }
+    }
+
+    func makeRouter() -> Router<HubContext> {
+        let router = Router(context: HubContext.self)
+        let database = self.database
+        let metrics = self.metrics
+        let notifier = self.notifier
+        let logger = self.logger
+        let maxBodySize = self.maxBodySize
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
+        let maxWait = Int(maxWait.components.seconds)
+        router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
+
+        router.get("healthz") { _, _ -> Response in
+            do {
+                try await database.client.query("SELECT 1", logger: logger)
+                return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+            } catch {
+                return Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "the database does not answer\n")))
+            }
+        }
+
+        router.get("metrics") { _, _ -> Response in
+            metrics.waiting.set(to: Double(notifier.waiting))
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+        }
+
+        let v1 = router.group("v1").add(middleware: HubTokenMiddleware(database: database, logger: logger))
+
+        v1.get("info") { _, context -> Response in
+            let device = try context.requireDevice()
+            return try json(try await database.info(tenant: device.tenant))
+        }
+
+        v1.get("range") { request, context -> Response in
+            let device = try context.requireDevice()
+            let query = request.uri.queryParameters
+            guard let after = query.get("after", as: UInt64.self) else { throw HubRefusal.badRequest("after=N is required") }
+            guard let filter = WireFormat.filter(query.get("filter")) else { throw HubRefusal.badRequest("filter is syncable or small:BYTES") }
+            var excluded: [UInt8]?
+            if let hex = query.get("exclude") {
+                guard let id = ReplicaID(hex: hex) else { throw HubRefusal.badRequest("exclude must be a replica id (32 hex digits)") }
+                excluded = id.bytes
+            }
+            guard let maxEvents = WireFormat.maxEvents(query.get("max")) else { throw HubRefusal.badRequest("max is a number of events (1 to 4096)") }
+            if let text = query.get("wait"), Int(text) == nil { throw HubRefusal.badRequest("wait is a number of seconds") }
+            let wait = min(max(query.get("wait", as: Int.self) ?? 0, 0), maxWait)
+            let generation = notifier.generation(device.tenant)
+            var result = try await database.range(
+                tenant: device.tenant, device: device.name, after: after, filter: filter, excluding: excluded, maxEvents: maxEvents)
+            if wait > 0, result.upTo == after {
+                // Nothing new: hold the request until any node appends for this tenant.
+                await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
+                // The token may have been revoked while the request was held: ask again before
+                // answering with what was pushed since.
+                guard let token = context.token, try await database.device(token: token) == device else {
+                    throw HTTPError(.unauthorized, message: "missing, unknown or revoked bearer token")
+                }
+                result = try await database.range(
+                    tenant: device.tenant, device: device.name, after: after, filter: filter, excluding: excluded, maxEvents: maxEvents)
+            }
+            if result.upTo > after { try await database.recordPull(tenant: device.tenant, device: device.name, position: result.upTo) }
+            metrics.eventsServed.increment(by: Int64(result.events))
+            var headers = HTTPFields()
+            headers[.contentType] = WireFormat.rangeMediaType
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.bytes)))
+        }
+
+        v1.post("range") { request, context -> Response in
+            let device = try context.requireDevice()
+            return try await budget.withBody(of: request, limit: maxBodySize) { body in
+                // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue
+                // of pushes holds bytes, not decoded ranges.
+                let receipt = try await database.append(Array(body.readableBytesView), device: device)
+                metrics.eventsAppended.increment(by: Int64(receipt.applied))
+                return try json(receipt)
+            }
+        }
+        return router
+    }
+}
+
+/// A request's context: the device its token authenticated.
+struct HubContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    var device: HubDevice?
+    /// The bearer token `device` was resolved from (checked again after a long-poll's wait).
+    var token: String?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    func requireDevice() throws -> HubDevice {
+        guard let device else { throw HTTPError(.unauthorized, message: "missing or wrong bearer token") }
+        return device
+    }
+}
+
+/// Resolves `Authorization: Bearer <token>` to a device on every request (a revoked token is
+/// refused on every node at once); 401 otherwise, touching nothing.
+struct HubTokenMiddleware: RouterMiddleware {
+    typealias Context = HubContext
+    let database: HubDatabase
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        var context = context
+        if header.hasPrefix(prefix), header.utf8.count <= 512 {
+            let token = String(header.dropFirst(prefix.count))
+            context.device = try await database.device(token: token)
+            context.token = token
+        }
+        guard context.device != nil else {
+            logger.notice("chronicle hub: refused a request with a missing, unknown or revoked token", metadata: ["path": "\(request.uri.path)"])
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = "Bearer"
+            return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "missing, unknown or revoked bearer token\n")))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Turns refusals into their statuses, a lost database into 503, and counts both.
+struct HubErrorMiddleware: RouterMiddleware {
+    typealias Context = HubContext
+    let metrics: HubMetrics
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            metrics.requests.increment()
+            return response
+        } catch let refusal as HubRefusal {
+            metrics.refusals.increment()
+            throw refusal.httpError
+        } catch let error as ChronicleError {
+            metrics.refusals.increment()
+            if case .malformedInput = error { throw HTTPError(.badRequest, message: error.description) }
+            throw error
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            // PSQLError, a failed COMMIT (PostgresTransactionError), the pool giving up on
+            // connecting (its circuit breaker): the database, not the request.
+            metrics.databaseErrors.increment()
+            logger.error("chronicle hub: the database failed a request", metadata: ["error": "\(String(reflecting: error))"])
+            throw HTTPError(.serviceUnavailable, message: "the hub's database is unavailable; retry")
+        }
+    }
+}
+
+/// The node's Prometheus metrics (its own registry: several nodes may share a process).
+struct HubMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    let requests: Prometheus.Counter
+    let refusals: Prometheus.Counter
+    let databaseErrors: Prometheus.Counter
+    let eventsAppended: Prometheus.Counter
+    let eventsServed: Prometheus.Counter
+    let waiting: Prometheus.Gauge
+
+    init() {
+        requests = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "requests", unitName: "total", helpText: "Requests answered"))
+        refusals = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "refusals", unitName: "total", helpText: "Requests refused (bad input, quota)"))
+        databaseErrors = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "database_errors", unitName: "total", helpText: "Requests the database failed"))
+        eventsAppended = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "events_appended", unitName: "total", helpText: "Events stored"))
+        eventsServed = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "events_served", unitName: "total", helpText: "Events sent to devices"))
+        waiting = registry.makeGauge(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "long_polls", unitName: "waiting", helpText: "Long-polls waiting"))
+    }
+}
+
+/// A 200 response with `value` as JSON.
+func json<T: Encodable>(_ value: T) throws -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
+}

@@ -1,0 +1,467 @@
+import Chronicle
+import ChronicleHTTP
+import ChronicleHTTPServer
+import ChronicleHub
+import Foundation
+import GRDB
+import Synchronization
+
+// chronicle-bench: Chronicle against the physical limit (raw LMDB) and the peers a user would
+// pick instead (GRDB/SQLite, UserDefaults), measured in one run on one disk with the same
+// durability. `--smoke` runs tiny sizes (CI keeps it from rotting); `--markdown FILE` writes the table.
+
+let arguments = CommandLine.arguments
+let smoke = arguments.contains("--smoke")
+let markdownPath = arguments.firstIndex(of: "--markdown").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+let scale = smoke ? 0.02 : 1.0
+func n(_ full: Int) -> Int { max(3, Int(Double(full) * scale)) }
+
+// `--profile-replay N`: only build a log of N events and replay it (for callgrind).
+if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.contains(index + 1), let events = Int(arguments[index + 1]) {
+    let profileScratch = Scratch()
+    let store = try Store(directory: profileScratch.directory("profile"), configuration: .init(durability: .noMetaSync))
+    var written = 0
+    while written < events {
+        let batch = min(10_000, events - written)
+        try store.write { b in for i in 0..<batch { b[Key<Int>("bench.p\((written + i) % 5_000)", default: 0, sync: .automaticSmall)] = i } }
+        written += batch
+    }
+    let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
+    let verify = try measure("verify", count: 1) { _ in _ = try store.verify() }
+    print("replay \(events) events: \(String(format: "%.3f", replay.seconds)) s; verify: \(String(format: "%.3f", verify.seconds)) s")
+    exit(0)
+}
+
+// `--profile-reads N`: only N typed reads (for callgrind).
+if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.contains(index + 1), let reads = Int(arguments[index + 1]) {
+    let profileScratch = Scratch()
+    let store = try Store(directory: profileScratch.directory("reads"))
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0, sync: .automaticSmall) }
+    try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
+    var sum = 0
+    for i in 0..<reads { sum &+= store[keys[i & 63]] }
+    print("sum \(sum)")
+    exit(0)
+}
+
+// `--profile-import plain|source|member N [R]`: only N events pulled store → store, into R fresh
+// targets (for a profiler: the source's writes are then a small part of the run).
+// `--profile-import compare N [R]`: R rounds, each a plain then a member import of N events into
+// fresh targets; prints the median of the rounds' ratios (interleaving cancels the machine's drift).
+if let index = arguments.firstIndex(of: "--profile-import"), arguments.indices.contains(index + 2), let events = Int(arguments[index + 2]) {
+    let profileScratch = Scratch()
+    let repetitions = arguments.indices.contains(index + 3) ? Int(arguments[index + 3]) ?? 1 : 1
+    let keyFile = profileScratch.directory("key").appendingPathComponent("group.key")
+    try writeKeyFile(keyFile)
+    let member = Store.Configuration(keySource: .keyFile(keyFile))
+    /// A source of `events` writes, and the configuration of the targets that import from it.
+    func source(_ mode: String) throws -> (Store, Store.Configuration) {
+        let store = try Store(directory: profileScratch.directory("source-\(mode)"), configuration: mode == "plain" ? .init() : member)
+        try store.write { b in for i in 0..<events { b[Key<Int>("bench.p\(i)", default: 0, sync: .automaticSmall)] = i } }
+        return (store, mode == "member" ? member : .init())
+    }
+    var batches = Replicator.Configuration()
+    batches.batchEvents = 4096
+    var imports = 0
+    var cpu: [String: [Double]] = [:]
+    /// Wall-clock ns per event; also records the process's CPU time per event (every thread) under `label`.
+    func importTime(from source: Store, _ configuration: Store.Configuration, label: String = "") async throws -> Double {
+        imports += 1
+        let target = try Store(directory: profileScratch.directory("target\(imports)"), configuration: configuration)
+        let before = processCPUSeconds()
+        let wall = try await measureAsync("import", operations: events) {
+            _ = try await Replicator(store: target, peers: [.store(source)], configuration: batches).sync()
+        }.nanosecondsPerOperation
+        cpu[label, default: []].append((processCPUSeconds() - before) * 1e9 / Double(events))
+        return wall
+    }
+    func summary(_ values: [Double], _ show: (Double) -> String) -> String {
+        let sorted = values.sorted()
+        return "median \(show(sorted[sorted.count / 2])) (\(show(sorted[0]))–\(show(sorted[sorted.count - 1])))"
+    }
+    let mode = arguments[index + 1]
+    if mode == "compare" {
+        let (plainSource, plainConfiguration) = try source("plain")
+        let (memberSource, memberConfiguration) = try source("member")
+        var plain: [Double] = [], members: [Double] = [], ratios: [Double] = []
+        for _ in 0..<repetitions {
+            plain.append(try await importTime(from: plainSource, plainConfiguration, label: "plain"))
+            members.append(try await importTime(from: memberSource, memberConfiguration, label: "member"))
+            ratios.append(members[members.count - 1] / plain[plain.count - 1])
+        }
+        let (plainCPU, memberCPU) = (cpu["plain"] ?? [], cpu["member"] ?? [])
+        let cpuRatios = zip(memberCPU, plainCPU).map { $0 / $1 }
+        print("plain \(summary(plain, format))/event; member \(summary(members, format))/event")
+        print("CPU time (all threads): plain \(summary(plainCPU, format))/event; member \(summary(memberCPU, format))/event")
+        print("member ÷ plain over \(repetitions) interleaved rounds: \(summary(ratios) { String(format: "%.2f×", $0) }); CPU time \(summary(cpuRatios) { String(format: "%.2f×", $0) })")
+    } else {
+        let (store, configuration) = try source(mode)
+        var times: [Double] = []
+        for _ in 0..<repetitions { times.append(try await importTime(from: store, configuration)) }
+        print("import of \(events) events, \(repetitions) runs: \(summary(times, format))/event")
+    }
+    exit(0)
+}
+
+let scratch = Scratch()
+var report = Report()
+var durableSetNanoseconds = 0.0
+var defaultsSuites: [String] = []
+
+/// A UserDefaults suite of its own, removed when the run ends.
+@MainActor func makeDefaults() -> UserDefaults {
+    let name = "chronicle-bench-\(UUID().uuidString)"
+    defaultsSuites.append(name)
+    return UserDefaults(suiteName: name) ?? .standard
+}
+
+func key(_ i: Int) -> [UInt8] { Array("bench.key.\(i)".utf8) }
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+let value8 = [UInt8](repeating: 7, count: 8)
+
+if arguments.contains("--only-replication") {
+    await replicationBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, replication only"))
+    exit(0)
+}
+
+if arguments.contains("--only-hub") {
+    await hubBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub only"))
+    exit(0)
+}
+
+// MARK: - Writes from the main thread (a steady trickle)
+
+let onlyLatency = arguments.contains("--only-latency")
+do {
+    let store = try Store(directory: scratch.directory("latency"))
+    let defaults = makeDefaults()
+    let count = n(2_000)
+    let result = try writeLatencies(store: store, defaults: defaults, count: count, interval: .milliseconds(2))
+    let ratio = result.nonThrowing.percentile(0.5) / result.userDefaults.percentile(0.5)
+    let tail = result.nonThrowing.percentile(0.99) / result.userDefaults.percentile(0.99)
+    report.single("store[key] = v on the calling thread, 1 write / 2 ms", result.nonThrowing.summary,
+                  String(format: "UserDefaults.set %@; p50 %.2f×, p99 %.2f× (target ≤ 2×)", result.userDefaults.summary, ratio, tail))
+    report.single("… until that change is durable", result.durableAfter.summary,
+                  "\(result.durableAfter.nanoseconds.count) of \(count) timed (target ≤ 10 ms)")
+    report.single("try store.set (durable) on the calling thread", result.durable.summary,
+                  String(format: "p50 %.0f× UserDefaults.set", result.durable.percentile(0.5) / result.userDefaults.percentile(0.5)))
+    let suite = "chronicle-bench-\(UUID().uuidString)"
+    defaultsSuites.append(suite)
+    let threads = concurrentWriteLatencies(store: store, suite: suite, threads: 4, perThread: count / 4, interval: .milliseconds(2))
+    report.single("store[key] = v from 4 threads at once, each 1 write / 2 ms", threads.nonThrowing.summary,
+                  String(format: "UserDefaults.set from 4 threads %@; p50 %.2f× (target ≤ 1×), p99 %.2f× (target ≤ 2×)",
+                         threads.userDefaults.summary, threads.nonThrowing.percentile(0.5) / threads.userDefaults.percentile(0.5),
+                         threads.nonThrowing.percentile(0.99) / threads.userDefaults.percentile(0.99)))
+    let updates = try updateLatencies(store: store, count: n(500))
+    report.single("try store.update { $0 += 1 } (atomic, durable)", updates.update.summary,
+                  String(format: "durable set of the same key %@; p50 %.2f× (target ≤ 1.2×)",
+                         updates.durableSet.summary, updates.update.percentile(0.5) / updates.durableSet.percentile(0.5)))
+} catch {
+    print("latency benchmark failed: \(error)")
+}
+
+if onlyLatency {
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, partial run"))
+    for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+    exit(0)
+}
+
+// MARK: - Durable writes
+
+let onlyWrites = arguments.contains("--only-writes")
+do {
+    let store = try Store(directory: scratch.directory("durable"))
+    let raw = RawLMDB(path: scratch.directory("raw-durable").path)
+    let count = n(1_000)
+    let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
+    let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
+    let limit = measure("raw put", count: count, warmup: 5) { i in raw.put(key(i % 64), value8) }
+    let pair = measure("raw event+view", count: count, warmup: 5) { i in raw.put(key(i % 64), value8, alsoView: true) }
+    durableSetNanoseconds = ours.nanosecondsPerOperation
+    report.compare("durable set (1 event per commit)", ours, limit, peerName: "raw LMDB put", target: "≤ 1.5×")
+    report.compare("durable set vs raw event+view pair", ours, pair, peerName: "raw LMDB 2 puts", target: "info")
+
+    let batchKeys = (0..<1000).map { Key<Int>("bench.batch\($0)", default: 0, sync: .automaticSmall) }
+    let batches = n(30)
+    let batch = try measure("batch", count: batches) { round in
+        try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } }
+    }
+    let pairs = (0..<1000).map { (key($0), value8) }
+    let rawBatch = measure("raw batch", count: batches) { _ in raw.batch(pairs) }
+    report.compare("write { } of 1,000 sets", batch, rawBatch, peerName: "raw LMDB 1,000 puts/txn", target: "≤ 4×")
+
+    // 8 concurrent writers on their own threads: group commit.
+    let perWriter = n(150)
+    let single = try measure("single", count: perWriter * 2) { i in try store.set(i, for: keys[i % 64]) }
+    let clock = ContinuousClock()
+    let start = clock.now
+    let done = DispatchGroup()
+    for writer in 0..<8 {
+        done.enter()
+        let thread = Thread {
+            for i in 0..<perWriter { try? store.set(i, for: keys[(writer * 8 + i) % 64]) }
+            done.leave()
+        }
+        thread.start()
+    }
+    done.wait()
+    let elapsed = clock.now - start
+    let eightSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let speedup = (Double(perWriter * 8) / eightSeconds) / single.operationsPerSecond
+    report.single("8 concurrent writers (group commit)", rate(Double(perWriter * 8) / eightSeconds),
+                  String(format: "%.1f× the single-writer rate of %@ (target ≥ 5×)", speedup, rate(single.operationsPerSecond)))
+} catch {
+    print("durable writes failed: \(error)")
+}
+
+// MARK: - Observers stay off the commit path
+
+do {
+    // The same durable set, first with no observer, then with 100 live `updates(of:)` observers
+    // of the key being written (each hears every change): the writer must not pay for them.
+    let store = try Store(directory: scratch.directory("observed"))
+    let observed = Key<Int>("bench.observed", default: 0, sync: .automaticSmall)
+    let count = n(600)
+    let bare = try measure("set, no observers", count: count, warmup: 5) { i in try store.set(i, for: observed) }
+    let heard = Counter()
+    let observers = (0..<100).map { _ in
+        Task.detached { for await _ in store.updates(of: observed) { heard.add() } }
+    }
+    let watched = try measure("set, 100 observers", count: count, warmup: 5) { i in try store.set(count + i, for: observed) }
+    for observer in observers { observer.cancel() }
+    report.compare("durable set with 100 live observers", watched, bare, peerName: "same set, no observers", target: "≈ 1×")
+    print("  (observers heard \(heard.value) values)")
+} catch {
+    print("observer benchmark failed: \(error)")
+}
+
+// MARK: - GRDB (SQLite WAL)
+
+if onlyWrites {
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, partial run"))
+    for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+    exit(0)
+}
+
+for synchronous in ["FULL", "NORMAL"] {
+    do {
+        var configuration = GRDB.Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+        let queue = try DatabaseQueue(path: scratch.directory("grdb-\(synchronous)").appendingPathComponent("db.sqlite").path, configuration: configuration)
+        try queue.write { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "CREATE TABLE kv (key TEXT PRIMARY KEY, value BLOB)")
+        }
+        let store = try Store(directory: scratch.directory("vs-grdb-\(synchronous)"), configuration: .init(durability: synchronous == "FULL" ? .durable : .noMetaSync))
+        let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
+        let count = n(400)
+        let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
+        let theirs = try measure("grdb", count: count, warmup: 5) { i in
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: ["bench.k\(i % 64)", Data(value8)])
+            }
+        }
+        let label = synchronous == "FULL" ? "durable set" : "set, noMetaSync"
+        report.compare("\(label) vs SQLite WAL synchronous=\(synchronous)", ours, theirs, peerName: "GRDB upsert", target: "info")
+        let reads = n(200_000)
+        let ourReads = measure("read", count: reads) { i in _ = store[keys[i % 64]] }
+        let theirReads = try measure("grdb read", count: n(20_000)) { i in
+            _ = try queue.read { db in try Data.fetchOne(db, sql: "SELECT value FROM kv WHERE key = ?", arguments: ["bench.k\(i % 64)"]) }
+        }
+        if synchronous == "FULL" { report.compare("point read", ourReads, theirReads, peerName: "GRDB SELECT", target: "info") }
+    } catch {
+        print("GRDB comparison failed: \(error)")
+    }
+}
+
+// MARK: - Typed reads
+
+do {
+    let store = try Store(directory: scratch.directory("reads"))
+    let raw = RawLMDB(path: scratch.directory("raw-reads").path)
+    let keys = (0..<64).map { Key<Int>("bench.r\($0)", default: 0, sync: .automaticSmall) }
+    try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
+    for i in 0..<64 { raw.put(key(i), value8) }
+    let defaults = makeDefaults()
+    for i in 0..<64 { defaults.set(i, forKey: "bench.r\(i)") }
+    let count = n(1_000_000)
+    let subscriptRead = measure("store[key]", count: count) { i in _ = store[keys[i & 63]] }
+    let wrapper = Default(keys[0], store: store)
+    let wrapperRead = measure("@Default", count: count) { _ in _ = wrapper.wrappedValue }
+    let rawRead = measure("mdb_get", count: count) { i in _ = raw.get(key(i & 63)) }
+    let defaultsRead = measure("UserDefaults", count: count) { i in _ = defaults.integer(forKey: "bench.r\(i & 63)") }
+    report.compare("typed read store[key]", subscriptRead, rawRead, peerName: "raw mdb_get", target: "≤ 3×")
+    report.compare("typed read through @Default", wrapperRead, rawRead, peerName: "raw mdb_get", target: "≤ 3×")
+    report.compare("typed read store[key]", subscriptRead, defaultsRead, peerName: "UserDefaults.integer", target: "< 1×")
+} catch {
+    print("reads failed: \(error)")
+}
+
+// MARK: - Durable write cost against the number of keys
+
+do {
+    var rows: [String] = []
+    for keyCount in smoke ? [100, 1_000] : [100, 1_000, 10_000, 100_000] {
+        let store = try Store(directory: scratch.directory("keys-\(keyCount)"))
+        var offset = 0
+        while offset < keyCount {
+            let end = min(keyCount, offset + 10_000)
+            try store.write { b in for i in offset..<end { b[Key<Int>("bench.many\(i)", default: 0, sync: .automaticSmall)] = i } }
+            offset = end
+        }
+        let ours = try measure("set", count: n(200), warmup: 3) { i in try store.set(i, for: Key<Int>("bench.many\((i * 7919) % keyCount)", default: 0, sync: .automaticSmall)) }
+        var line = "\(keyCount) keys: Chronicle \(format(ours.nanosecondsPerOperation))"
+        if keyCount <= 10_000 {
+            let defaults = makeDefaults()
+            for i in 0..<keyCount { defaults.set(i, forKey: "bench.many\(i)") }
+            defaults.synchronize()
+            let theirs = measure("defaults", count: n(smoke ? 20 : 100)) { i in
+                defaults.set(i, forKey: "bench.many\((i * 7919) % keyCount)")
+                defaults.synchronize()
+            }
+            line += ", UserDefaults set+synchronize \(format(theirs.nanosecondsPerOperation))"
+        }
+        rows.append(line)
+    }
+    report.single("durable set against store size", rows.joined(separator: "; "), "target: flat from 100 to 100,000 keys")
+} catch {
+    print("scaling failed: \(error)")
+}
+
+// MARK: - Sealed against plain
+
+do {
+    let keyFile = scratch.directory("keys").appendingPathComponent("bench.key")
+    try writeKeyFile(keyFile)
+    // Sealing is CPU work inside the commit; fsync time varies more than it costs. So both
+    // sides run without fsync, and the difference is reported against a durable set.
+    let store = try Store(
+        directory: scratch.directory("sealed"),
+        configuration: .init(keySource: .keyFile(keyFile), durability: .noSync(flushInterval: .seconds(3600))))
+    for size in [64, 1024, 100 * 1024] {
+        let payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        let plain = Key<Data>("bench.plain.\(size)", default: Data(), sync: .automaticSmall)
+        let secret = SecretKey<Data>("bench.secret.\(size)", default: Data())
+        let count = n(size > 10_000 ? 500 : 3_000)
+        let plainSet = try measure("plain", count: count, warmup: 10) { _ in try store.set(payload, for: plain) }
+        let sealedSet = try measure("sealed", count: count, warmup: 10) { _ in try store.set(payload, for: secret) }
+        let added = max(0, sealedSet.nanosecondsPerOperation - plainSet.nanosecondsPerOperation)
+        report.single(
+            "sealing cost, \(size) B", format(added) + "/set",
+            String(format: "%.1f%% of a durable set (target < 20%%); unsynced set %@ plain, %@ sealed",
+                   100 * added / max(durableSetNanoseconds, 1), format(plainSet.nanosecondsPerOperation), format(sealedSet.nanosecondsPerOperation)))
+        let plainGet = try measure("plain get", count: n(20_000)) { _ in _ = try store.value(for: plain) }
+        let sealedGet = try measure("sealed get", count: n(20_000)) { _ in _ = try store.value(for: secret) }
+        report.compare("sealed get, \(size) B", sealedGet, plainGet, peerName: "plain get (cached)", target: "info")
+    }
+} catch {
+    print("sealing failed: \(error)")
+}
+
+// MARK: - A log of a million events: replay, open time, memory
+
+do {
+    let events = smoke ? 20_000 : 1_000_000
+    let directory = scratch.directory("million")
+    do {
+        var configuration = Store.Configuration()
+        configuration.durability = .noMetaSync
+        let store = try Store(directory: directory, configuration: configuration)
+        var written = 0
+        while written < events {
+            let batch = min(10_000, events - written)
+            try store.write { b in for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0, sync: .automaticSmall)] = written + i } }
+            written += batch
+        }
+        let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
+        report.single("replay of \(events) events (rebuildViews)", rate(Double(events) / replay.seconds),
+                      String(format: "%.2f s (target ≥ 1 M events/s)", replay.seconds))
+    }
+    let before = residentBytes()
+    let clock = ContinuousClock()
+    let start = clock.now
+    let reopened = try Store(directory: directory)
+    let openTime = clock.now - start
+    _ = reopened[Key<Int>("bench.m1", default: 0, sync: .automaticSmall)]
+    let after = residentBytes()
+    report.single("open a store of \(events) events", format(Double(openTime.components.attoseconds) / 1e9 + Double(openTime.components.seconds) * 1e9),
+                  "target < 20 ms; resident memory +\((after - before) / 1024) KiB after open and a read")
+} catch {
+    print("million failed: \(error)")
+}
+
+await replicationBenchmark()
+
+// MARK: - The hub (PostgreSQL) against one `chronicle serve` store
+
+/// The hub against one `chronicle serve` store, when PostgreSQL is at hand.
+@MainActor func hubBenchmark() async {
+    if let hubDatabaseURL {
+        do {
+            let devices = smoke ? 4 : 50
+            let perDevice = smoke ? 10 : 40
+            let admin = try HubDatabase(url: hubDatabaseURL)
+            let adminTask = Task { await admin.run() }
+            defer { adminTask.cancel() }
+            try await admin.migrate()
+            func tenant() async throws -> [String] {
+                let name = "bench-\(UUID().uuidString.prefix(8).lowercased())"
+                try await admin.addTenant(name)
+                var tokens: [String] = []
+                for device in 0..<devices { tokens.append(try await admin.issueToken(tenant: name, device: "device-\(device)")) }
+                return tokens
+            }
+            let servers = LoopbackServers()
+            defer { servers.stop() }
+            // Every simulated device connects from loopback: no per-address limit on either server.
+            let nodeURLs = try await servers.start(2) { _, onRunning in
+                var node = HubNode(database: try HubDatabase(url: hubDatabaseURL))
+                node.maxConnectionsPerAddress = 0
+                try await node.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+            }
+            let relay = try Store(directory: scratch.directory("hub-peer-serve"))
+            let serveURL = try await servers.start(1) { _, onRunning in
+                var server = ChronicleServer(store: relay, token: "bench")
+                server.maxConnectionsPerAddress = 0
+                try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+            }
+            let one = try await pushAndPull(urls: [nodeURLs[0]], tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
+            let two = try await pushAndPull(urls: nodeURLs, tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }
+            let serve = try await pushAndPull(urls: serveURL, tokens: Array(repeating: "bench", count: devices), eventsPerDevice: perDevice) { scratch.directory("serve-\($0)") }
+            report.single("hub push, \(devices) devices at once, 1 node", rate(one.push), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.push), one.push / serve.push))
+            report.single("hub push, \(devices) devices at once, 2 nodes", rate(two.push), String(format: "%.2f× chronicle serve", two.push / serve.push))
+            report.single("hub pull, \(devices) devices at once, 1 node", rate(one.pull), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.pull), one.pull / serve.pull))
+            report.single("hub pull, \(devices) devices at once, 2 nodes", rate(two.pull), String(format: "%.2f× chronicle serve", two.pull / serve.pull))
+            let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
+            report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
+        } catch {
+            print("hub benchmark failed: \(error)")
+        }
+    } else {
+        print("hub benchmark skipped: no PostgreSQL (run under scripts/with-postgres.sh, or set CHRONICLE_BENCH_DATABASE)")
+    }
+}
+
+await hubBenchmark()
+
+actor PortBox {
+    var value: Int?
+    func set(_ port: Int) { value = port }
+}
+
+for suite in defaultsSuites { UserDefaults.standard.removePersistentDomain(forName: suite) }
+
+let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(smoke ? "smoke sizes" : "full sizes"), \(ISO8601DateFormatter().string(from: Date()).prefix(10))"
+if let markdownPath {
+    try report.markdown(machine: machine).write(toFile: markdownPath, atomically: true, encoding: .utf8)
+}
+print("\n" + report.markdown(machine: machine))

@@ -1,0 +1,250 @@
+import ArgumentParser
+@_spi(Tools) import Chronicle
+import ChronicleHTTP
+import ChronicleHTTPServer
+import ChronicleHub
+import Foundation
+import Logging
+
+extension ChronicleCommand {
+    struct Hub: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run and administer the multi-tenant hub (PostgreSQL).",
+            discussion: """
+                The database is a PostgreSQL URL, from --database or CHRONICLE_HUB_DATABASE:
+                  postgres://USER:PASSWORD@HOST:5432/DATABASE?sslmode=require
+                Run `chronicle hub migrate` once, then any number of `chronicle hub serve` nodes.
+                """,
+            subcommands: [Migrate.self, Serve.self, Tenant.self, Token.self, Keys.self])
+    }
+}
+
+/// `--database URL` (no password in it: the command line is visible in `ps`), `--database-file
+/// FILE` (0600, yours), else `CHRONICLE_HUB_DATABASE`.
+struct DatabaseOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The PostgreSQL URL without a password (or set CHRONICLE_HUB_DATABASE).", valueName: "URL"))
+    var database: String?
+    @Option(help: ArgumentHelp("Read the PostgreSQL URL from this file (mode 0600, yours): for a URL with a password.", valueName: "FILE"))
+    var databaseFile: String?
+
+    func validate() throws {
+        if database != nil && databaseFile != nil { throw ValidationError("give --database or --database-file, not both") }
+        if let database, let url = URLComponents(string: database), url.password != nil {
+            throw ValidationError(
+                "--database holds a password, which every user of this machine sees in `ps`: put the URL in CHRONICLE_HUB_DATABASE or a file for --database-file")
+        }
+    }
+
+    func open() throws -> HubDatabase {
+        var url = database ?? ProcessInfo.processInfo.environment["CHRONICLE_HUB_DATABASE"]
+        if let databaseFile {
+            let bytes = try SecretFile.contents(of: URL(fileURLWithPath: databaseFile), what: "database URL file")
+            url = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let url, !url.isEmpty else {
+            throw ValidationError("give the database: CHRONICLE_HUB_DATABASE, --database-file FILE, or --database URL (without a password)")
+        }
+        return try HubDatabase(url: url, logger: Logger(label: "chronicle.hub"))
+    }
+
+    /// Runs `body` with the database's connection pool running.
+    func with<T: Sendable>(_ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
+        let database = try open()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await database.run()
+                return nil
+            }
+            let result = try await body(database)
+            group.cancelAll()
+            return result
+        }
+    }
+}
+
+extension ChronicleCommand.Hub {
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create or upgrade the hub's tables (idempotent).")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            try await database.with { try await $0.migrate() }
+            print("migrated")
+        }
+    }
+
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve every tenant over HTTP (stateless: run several behind a load balancer).",
+            discussion: "SIGINT/SIGTERM stop it gracefully. /healthz and /metrics need no token.")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The address to bind.") var host = "127.0.0.1"
+        @Option(help: "The port (0: any free one).") var port = 8787
+        @OptionGroup var server: ServerOptions
+
+        func validate() throws {
+            try server.validate(host: host)
+        }
+
+        func run() async throws {
+            var node = HubNode(database: try database.open())
+            if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
+            try await node.run(host: host, port: port, tls: server.tls, gracefulShutdownSignals: true) { bound in
+                // Written at once, not buffered: a supervisor reading a pipe sees it now.
+                FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
+            }
+        }
+    }
+
+    struct Tenant: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add and list tenants.", subcommands: [Add.self, List.self, Quota.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Add a tenant (a user or an organisation: its devices sync together).",
+                discussion: "A new tenant gets quotas of 1,000,000 events and 1 GiB unless told otherwise (--unlimited for none).")
+            @OptionGroup var database: DatabaseOptions
+            @Argument(help: "The tenant's name.") var name: String
+            @Option(help: "The most events its log may hold (default 1,000,000).") var maxEvents: Int64?
+            @Option(help: "The most bytes of events its log may hold (default 1 GiB).") var maxBytes: Int64?
+            @Flag(help: "No quotas (one tenant's devices may then fill the database).") var unlimited = false
+
+            static let defaultMaxEvents: Int64 = 1_000_000
+            static let defaultMaxBytes: Int64 = 1 << 30
+
+            func validate() throws {
+                if unlimited, maxEvents != nil || maxBytes != nil { throw ValidationError("--unlimited takes no --max-events or --max-bytes") }
+                if (maxEvents ?? 1) < 1 || (maxBytes ?? 1) < 1 { throw ValidationError("a quota is at least 1") }
+            }
+
+            func run() async throws {
+                let name = name
+                let maxEvents = unlimited ? nil : maxEvents ?? Self.defaultMaxEvents
+                let maxBytes = unlimited ? nil : maxBytes ?? Self.defaultMaxBytes
+                let added = try await database.with { try await $0.addTenant(name, maxEvents: maxEvents, maxBytes: maxBytes) }
+                guard added else { throw ValidationError("a tenant named \(terminalSafe(name)) exists already") }
+                print("added tenant \(terminalSafe(name))")
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List the tenants: devices, events, bytes, quotas.")
+            @OptionGroup var database: DatabaseOptions
+
+            func run() async throws {
+                let tenants = try await database.with { try await $0.tenants() }
+                print("tenant\tdevices\tevents\tbytes\tmax events\tmax bytes")
+                for tenant in tenants {
+                    print(
+                        "\(terminalSafe(tenant.name))\t\(tenant.devices)\t\(tenant.events)\t\(tenant.bytes)\t"
+                            + "\(tenant.maxEvents.map(String.init) ?? "-")\t\(tenant.maxBytes.map(String.init) ?? "-")")
+                }
+            }
+        }
+
+        struct Quota: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Set a tenant's quotas (omit one for no limit).")
+            @OptionGroup var database: DatabaseOptions
+            @Argument(help: "The tenant's name.") var name: String
+            @Option(help: "The most events its log may hold.") var maxEvents: Int64?
+            @Option(help: "The most bytes of events its log may hold.") var maxBytes: Int64?
+
+            func run() async throws {
+                let (name, maxEvents, maxBytes) = (name, maxEvents, maxBytes)
+                try await database.with { try await $0.setQuota(tenant: name, maxEvents: maxEvents, maxBytes: maxBytes) }
+                print("quota set")
+            }
+        }
+    }
+
+    struct Token: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Issue and revoke device tokens.", subcommands: [Issue.self, Revoke.self])
+
+        struct Issue: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Issue a device's token: shown once, stored only as its hash.",
+                discussion: """
+                    Issuing again replaces the device's previous token. With --output the token goes to a new
+                    file of mode 0600 (what `chronicle sync --token-file` accepts), else to standard output.
+                    """)
+            @OptionGroup var database: DatabaseOptions
+            @Option(help: "The tenant.") var tenant: String
+            @Option(help: "The device's name.") var device: String
+            @Option(help: ArgumentHelp("Write the token to this new file, mode 0600 (an existing file is refused).", valueName: "FILE"))
+            var output: String?
+
+            func run() async throws {
+                let (tenant, device) = (tenant, device)
+                guard let output else {
+                    print(try await database.with { try await $0.issueToken(tenant: tenant, device: device) })
+                    return
+                }
+                // The file first: a token issued into a file that cannot be made would be lost.
+                let descriptor = open(output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                guard descriptor >= 0 else {
+                    throw ChronicleError.io(path: output, reason: "cannot create it (\(String(cString: strerror(errno)))); the token was not issued")
+                }
+                let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+                do {
+                    let token = try await database.with { try await $0.issueToken(tenant: tenant, device: device) }
+                    try handle.write(contentsOf: Data((token + "\n").utf8))
+                    try handle.synchronize()
+                } catch {
+                    try? FileManager.default.removeItem(atPath: output)
+                    throw error
+                }
+                print("issued the token of \(terminalSafe(device)) into \(terminalSafe(output)) (mode 0600)")
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Revoke a device's token: refused at once on every node.")
+            @OptionGroup var database: DatabaseOptions
+            @Option(help: "The tenant.") var tenant: String
+            @Option(help: "The device's name.") var device: String
+
+            func run() async throws {
+                let (tenant, device) = (tenant, device)
+                guard try await database.with({ try await $0.revokeToken(tenant: tenant, device: device) }) else {
+                    throw ValidationError("\(terminalSafe(device)) of \(terminalSafe(tenant)) has no token")
+                }
+                print("revoked")
+            }
+        }
+    }
+
+    struct Keys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List and drop the wrapped-key records a tenant's devices pushed.",
+            discussion: "A device stores at most 64 records and a tenant 1,024; drop a device's records to free its slots.",
+            subcommands: [List.self, Drop.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Count a tenant's wrapped-key records per device that pushed them.")
+            @OptionGroup var database: DatabaseOptions
+            @Option(help: "The tenant.") var tenant: String
+
+            func run() async throws {
+                let tenant = tenant
+                let counts = try await database.with { try await $0.keyCounts(tenant: tenant) }
+                print("device\tkeys")
+                for (device, keys) in counts { print("\(device.isEmpty ? "-" : terminalSafe(device))\t\(keys)") }
+            }
+        }
+
+        struct Drop: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Drop the wrapped-key records one device pushed.",
+                discussion: "Members keep the keys they opened; a genuine record dropped here is pushed again by its device's next change.")
+            @OptionGroup var database: DatabaseOptions
+            @Option(help: "The tenant.") var tenant: String
+            @Option(help: "The device whose records to drop (\"-\": records from before the hub recorded devices).") var device: String
+
+            func run() async throws {
+                let (tenant, device) = (tenant, device == "-" ? nil : device)
+                let dropped = try await database.with { try await $0.dropKeys(tenant: tenant, device: device) }
+                print("dropped \(dropped) wrapped-key records")
+            }
+        }
+    }
+}

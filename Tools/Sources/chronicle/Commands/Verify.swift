@@ -1,0 +1,30 @@
+import ArgumentParser
+@_spi(Tools) import Chronicle
+
+extension ChronicleCommand {
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check that every record decodes, the hash chain holds and the views equal a replay.",
+            discussion: """
+                Exits with status 1 and names the first bad sequence when the store is not sound.
+                A keyed store (created with a key source) needs its key to check the chain.
+
+                Example: chronicle verify --store ./store
+                """)
+
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let progress = ProgressLine(label: "verify")
+            let report = try options.openExisting().verify { done, total in progress.update(done, of: total) }
+            progress.finish()
+            if report.isSound {
+                print(report.description)
+            } else {
+                if let sequence = report.firstBadSequence { printError("first bad sequence: \(sequence)") }
+                printError(report.description)
+                throw ExitCode(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import ChronicleHTTP
+import ChronicleHTTPServer
+import Foundation
+
+/// What `serve` and `hub serve` share: HTTPS or a stated reason for plain HTTP, and the
+/// per-address connection limit.
+struct ServerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
+    @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
+    @Flag(help: "Serve plain HTTP on an address other machines reach (tokens and values cross the network in the clear unless a proxy terminates TLS).")
+    var insecure = false
+    @Option(help: "The most connections one client address may hold (0: no limit, behind a proxy; default 32 for serve, 64 for a hub node).")
+    var maxConnectionsPerAddress: Int?
+
+    /// Refuses plain HTTP off loopback unless `--insecure`, half a TLS setting, a negative limit.
+    func validate(host: String) throws {
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }
+        if tlsCert == nil, !HTTPTransport.isLoopback(host: host), !insecure {
+            throw ValidationError(
+                "plain HTTP on \(host) sends every token and value in the clear: give --tls-cert and --tls-key, or --insecure behind a proxy that terminates TLS")
+        }
+        if (maxConnectionsPerAddress ?? 0) < 0 { throw ValidationError("--max-connections-per-address cannot be negative") }
+    }
+
+    /// The HTTPS setting, when certificate and key are given.
+    var tls: ChronicleServer.TLS? {
+        guard let tlsCert, let tlsKey else { return nil }
+        return ChronicleServer.TLS(certificateChain: URL(fileURLWithPath: tlsCert), privateKey: URL(fileURLWithPath: tlsKey))
+    }
+}

@@ -1,0 +1,104 @@
+import AsyncHTTPClient
+@testable import Chronicle
+@testable import ChronicleHTTPServer
+import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOHTTP1
+import NIOCore
+import Synchronization
+import Testing
+import ToolsTestSupport
+
+/// A carrier holding only the bearer token of a member's `chronicle serve`: whatever it
+/// pushes is set aside, the member's values and secrets stay, and the group keeps syncing.
+struct HostileCarrierTests {
+    @Test func aCarrierWithTheTokenChangesNothingOverHTTP() async throws {
+        let directories = Directories()
+        let configuration = {
+            var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+            configuration.travelKeyCost = .minimumForTesting
+            return configuration
+        }()
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        let token = SecretKey<String?>("carrier.token", sync: .manual)
+        try served.set("s3cr3t", for: token)
+        served[.httpNote] = "kept"
+        try await withServer(served, token: "the token") { url in
+            // The carrier pulls what a token allows, forges a remove of the secret and a new note, and pushes.
+            let (status, _) = try await rawRequest(url.appendingPathComponent("v1/info"), token: "the token")
+            #expect(status == 200)
+            var range = try EventRange(decoding: Array(try served.exportRange(after: 0)))
+            range.events = range.events.map { event in
+                var forged = event
+                forged.origin = ReplicaID.random()
+                forged.hlc = HLC(rawValue: event.hlc.rawValue + (60_000 << 16))
+                if forged.domain == .secrets { forged.op = .remove } else { forged.payload = Array("forged".utf8) }
+                return forged
+            }
+            let push = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: Data(range.encoded()))
+            #expect(push.status == 200)
+            let receipt = try JSONDecoder().decode(RangeReceipt.self, from: Data(push.body.utf8))
+            #expect(receipt.quarantined == range.events.count && receipt.applied == 0)
+            #expect(try served.value(for: token) == "s3cr3t")
+            #expect(served[.httpNote] == "kept")
+            #expect(try served.quarantinedItems().allSatisfy { $0.reason == .unauthenticated && $0.source == "HTTP push" })
+            // A member with the same passphrase still syncs through the same server.
+            let member = try Store(directory: directories.make(), configuration: configuration)
+            try member.set("from a member", for: token)
+            try await Replicator(store: member, peers: [.http(url, token: "the token")]).sync()
+            #expect(try served.value(for: token) == "from a member")
+            #expect(member[.httpNote] == "kept")
+        }
+    }
+
+    /// Pushes that make the served member derive keys (junk records that forged events name, at a
+    /// real Argon2id cost) run on a thread of their own: more of them than NIO's blocking pool has
+    /// threads do not hold up `GET /v1/info`, which answers while the first push still derives.
+    @Test func pushesThatDeriveKeysDoNotStallOtherRequests() async throws {
+        let directories = Directories()
+        var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .minimumForTesting
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        served[.httpNote] = "kept"
+        let model = try #require(try EventRange(decoding: Array(try served.exportRange(after: 0))).events.first)
+        // MODERATE: long enough per derivation that the answer to info, slowed by a busy machine,
+        // still comes well inside one push's four.
+        let costly = KeyDerivationCost.moderate.limits
+        let perPush = Keyring.derivationsPerBatch
+        let pushes = NIOSingletons.blockingPoolThreadCountSuggestion + 1
+        let bodies = (0..<pushes).map { _ in
+            let keys = (0..<perPush).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: costly, created: 0,
+                    nonce: randomBytes(24), sealedKey: randomBytes(48))
+            }
+            let events = keys.map { key in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = key.id
+                return event
+            }
+            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+        }
+        let keyring = try served.crypto.get()
+        let before = keyring.state.withLock { $0.derivations }
+        try await withServer(served, token: "the token") { url in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for body in bodies {
+                    group.addTask { _ = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: body) }
+                }
+                while keyring.state.withLock({ $0.derivations }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "the token")
+                let derivedMeanwhile = keyring.state.withLock { $0.derivations } - before
+                #expect(info.status == 200)
+                // With pushes on the shared pool, two run at once and info waits until one of them is
+                // done: about 2 × 4 derivations. On their own queue, info answers during the first push's.
+                #expect(derivedMeanwhile < perPush + 2, "GET /v1/info waited for \(derivedMeanwhile) derivations of other clients' pushes")
+                try await group.waitForAll()
+            }
+        }
+        #expect(keyring.state.withLock { $0.derivations } - before == perPush * pushes)
+        #expect(served[.httpNote] == "kept")
+    }
+}

@@ -1,0 +1,47 @@
+import AsyncHTTPClient
+import Logging
+@testable import Chronicle
+@testable import ChronicleHTTPServer
+import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+import ToolsTestSupport
+
+/// Runs a server for `store` on a free loopback port for the duration of `body`.
+func withServer<R: Sendable>(
+    _ store: Store, token: String = "test-token", maxBodySize: Int? = nil, configure: (inout ChronicleServer) -> Void = { _ in },
+    _ body: @Sendable (URL) async throws -> R
+) async throws -> R {
+    var server = ChronicleServer(store: store, token: token)
+    if let maxBodySize { server.maxBodySize = maxBodySize }
+    configure(&server)
+    let port = Mutex<Int?>(nil)
+    let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
+    defer { task.cancel() }
+    var waited = 0
+    while port.withLock({ $0 }) == nil {
+        try await Task.sleep(for: .milliseconds(20))
+        waited += 1
+        if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the test server did not start") }
+    }
+    return try await body(URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!)
+}
+
+/// Sends a raw request (for checking what the server refuses).
+func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> (status: Int, body: String) {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = method
+    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+    let buffer = try await response.body.collect(upTo: 1 << 20)
+    return (Int(response.status.code), String(buffer: buffer))
+}
+
+extension Keys {
+    static let httpNote = Key<String>("http.note", default: "", sync: .manual)
+}

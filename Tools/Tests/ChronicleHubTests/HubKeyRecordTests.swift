@@ -1,0 +1,103 @@
+@_spi(Wire) @testable import Chronicle
+@testable import ChronicleHub
+import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOHTTP1
+import Synchronization
+import Testing
+import ToolsTestSupport
+
+/// What a token holder without the group's key can do to a tenant's wrapped keys at the hub:
+/// not fill its table, not starve a new member behind junk, and what it stored an operator drops.
+extension HubTests {
+    /// A passphrase record no passphrase opens, at the members' test cost.
+    static func junkKeyRecord() -> WrappedKey {
+        WrappedKey(
+            id: KeyID.random(), kind: .passphrase, salt: randomBytes(16),
+            limits: KeyDerivationCost.minimumForTesting.limits, created: 0, nonce: randomBytes(24),
+            sealedKey: randomBytes(48))
+    }
+
+    /// A range of forged events (copies of `model` under new writers), each naming one of `keys`.
+    static func forgedRange(model: Event, keys: [WrappedKey], named: Bool = true) -> Data {
+        let events = keys.map { key in
+            var event = model
+            event.origin = ReplicaID.random()
+            if named { event.authenticator?.keyID = key.id }
+            return event
+        }
+        return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+    }
+
+    @Test func oneDeviceCannotFillItsTenantsKeyTable() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (carrier, laptop, phone) = (try await hub.token(tenant, "carrier"), try await hub.token(tenant, "laptop"), try await hub.token(tenant, "phone"))
+            try await withTemporaryStores(2, configuration: groupConfiguration("family secret")) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try a.set("from the laptop", for: .hubNote)
+                let model = try #require(try EventRange(decoding: Array(try a.exportRange(after: 0))).events.first)
+                let push = hub.urls[0].appendingPathComponent("v1/range")
+                // 1,023 records no event names: nothing is kept.
+                let unnamed = (0..<1_023).map { _ in Self.junkKeyRecord() }
+                let first = try await rawRequest(push, method: .POST, token: carrier, body: Self.forgedRange(model: model, keys: Array(unnamed.prefix(1)), named: false) )
+                #expect(first.status == 200)
+                let bulk = Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: unnamed, events: [model], opaque: []).encoded())
+                #expect(try await rawRequest(push, method: .POST, token: carrier, body: bulk).status == 200)
+                #expect(try await hub.admin.keyCounts(tenant: tenant).isEmpty)
+                // Records that forged events name: one device stores a bounded number, then 507.
+                let named = (0..<(Int(HubDatabase.maxKeysPerDevice) + 1)).map { _ in Self.junkKeyRecord() }
+                let refused = try await rawRequest(push, method: .POST, token: carrier, body: Self.forgedRange(model: model, keys: named))
+                #expect(refused.status == 507)
+                #expect(String(decoding: refused.body, as: UTF8.self).contains("chronicle hub keys drop"))
+                let accepted = try await rawRequest(push, method: .POST, token: carrier, body: Self.forgedRange(model: model, keys: Array(named.prefix(8))))
+                #expect(accepted.status == 200)
+                // The genuine members' keys still go in, and the phone opens the laptop's events.
+                try await Replicator(store: a, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                try await Replicator(store: b, peers: [hub.peer(node: 1, token: phone)]).sync()
+                #expect(b[.hubNote] == "from the laptop")
+                let counts = Dictionary(uniqueKeysWithValues: try await hub.admin.keyCounts(tenant: tenant).map { ($0.device, $0.keys) })
+                #expect(counts["carrier"] == 8)
+                #expect((counts["laptop"] ?? 0) >= 1)
+                // The operator drops what the carrier stored; the members' records stay.
+                #expect(try await hub.admin.dropKeys(tenant: tenant, device: "carrier") == 8)
+                #expect(try await hub.admin.keyCounts(tenant: tenant).allSatisfy { $0.device != "carrier" })
+            }
+        }
+    }
+
+    /// Junk key records under ids that forged events name sort before a new member's at the hub;
+    /// a pull carries only the records its events name. Each junk record costs the member one
+    /// derivation, a batch runs a few, the rest wait: the new member's key opens within a few
+    /// syncs, never refused.
+    @Test func junkKeyRecordsAtTheHubDoNotStarveANewMember() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (carrier, laptop, phone) = (try await hub.token(tenant, "carrier"), try await hub.token(tenant, "laptop"), try await hub.token(tenant, "phone"))
+            try await withTemporaryStores(2, configuration: groupConfiguration("family secret")) { stores in
+                let (a, b) = (stores[0], stores[1])
+                try b.set("the phone was here first", for: .hubNote)
+                try await Replicator(store: b, peers: [hub.peer(node: 1, token: phone)]).sync()
+                let model = try #require(try EventRange(decoding: Array(try b.exportRange(after: 0))).events.first)
+                let junk = (0..<16).map { _ in Self.junkKeyRecord() }
+                #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: carrier, body: Self.forgedRange(model: model, keys: junk)).status == 200)
+                // A new member joins after the junk and writes.
+                try a.set("from the new laptop", for: .hubNote)
+                try await Replicator(store: a, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                // A pull of only the laptop's event carries only the laptop's key record.
+                let info = try await rawRequest(hub.urls[0].appendingPathComponent("v1/info"), token: phone)
+                let head = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])["head"] as? Int
+                let last = try await rawRequest(
+                    hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: [URLQueryItem(name: "after", value: "\(try #require(head) - 1)")]),
+                    token: phone)
+                let range = try EventRange(decoding: Array(last.body))
+                #expect(range.events.count == 1 && range.keys.map(\.id) == range.events[0].namedKeyIDs)
+                for _ in 0..<6 where b[.hubNote] != "from the new laptop" {
+                    try await Replicator(store: b, peers: [hub.peer(node: 1, token: phone)]).sync()
+                }
+                #expect(b[.hubNote] == "from the new laptop", "the new member's key was refused behind the carrier's junk")
+            }
+        }
+    }
+}

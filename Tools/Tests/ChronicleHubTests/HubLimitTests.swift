@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+@_spi(Wire) @_spi(Tools) @testable import Chronicle
+@testable import ChronicleHub
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Subprocess
+import SystemPackage
+import Testing
+import ToolsTestSupport
+
+/// What a request the protocol does not allow gets from a hub node: its own status, never
+/// "database unavailable".
+extension HubTests {
+    @Test func anOversizedChunkedPushGets413AndAMalformedQuery400() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "device")
+            var request = HTTPClientRequest(url: hub.urls[0].appendingPathComponent("v1/range").absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            let chunks = AsyncStream<ByteBuffer> { continuation in
+                for _ in 0..<17 { continuation.yield(ByteBuffer(bytes: [UInt8](repeating: 7, count: 1 << 20))) }
+                continuation.finish()
+            }
+            request.body = .stream(chunks, length: .unknown)
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            #expect(response.status.code == 413)
+            for (name, value) in [("max", "abc"), ("wait", "soon")] {
+                let url = hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: name, value: value)])
+                #expect(try await rawRequest(url, token: token).status == 400, "\(name)=\(value)")
+            }
+        }
+    }
+
+    /// `chronicle hub tenant add` gives a new tenant quotas unless told `--unlimited`: one
+    /// tenant's devices cannot fill the database by default.
+    @Test func newTenantsGetQuotasByDefault() async throws {
+        let url = try #require(testDatabase)
+        try await withHub(nodes: 1) { hub in
+            let (limited, unlimited) = ("t-\(UUID().uuidString.prefix(12).lowercased())", "t-\(UUID().uuidString.prefix(12).lowercased())")
+            for arguments in [["hub", "tenant", "add", limited], ["hub", "tenant", "add", unlimited, "--unlimited"]] {
+                let result = try await Subprocess.run(
+                    .path(FilePath(try chronicleExecutable().path)), arguments: Arguments(arguments),
+                    environment: .inherit.updating(["CHRONICLE_HUB_DATABASE": url]), output: .discarded, error: .string(limit: 1 << 16))
+                #expect(result.terminationStatus == .exited(0), "\(result.standardError)")
+            }
+            let tenants = try await hub.admin.tenants()
+            let first = try #require(tenants.first { $0.name == limited })
+            #expect(first.maxEvents == 1_000_000 && first.maxBytes == 1 << 30)
+            let second = try #require(tenants.first { $0.name == unlimited })
+            #expect(second.maxEvents == nil && second.maxBytes == nil)
+        }
+    }
+
+    /// `chronicle hub token issue --output FILE` writes the token to a new file of mode 0600, the
+    /// file `chronicle sync --token-file` accepts (a shell redirect made a 0644 file it refused).
+    @Test func anIssuedTokenFileIsPrivate() async throws {
+        let url = try #require(testDatabase)
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-token-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("phone.token")
+            for attempt in 0..<2 {
+                let result = try await Subprocess.run(
+                    .path(FilePath(try chronicleExecutable().path)),
+                    arguments: ["hub", "token", "issue", "--tenant", tenant, "--device", "phone", "--output", file.path],
+                    environment: .inherit.updating(["CHRONICLE_HUB_DATABASE": url]), output: .discarded, error: .string(limit: 1 << 16))
+                // The second refuses to overwrite the first's file, and issues nothing.
+                #expect(result.terminationStatus == .exited(attempt == 0 ? 0 : 2), "\(result.standardError)")
+            }
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
+            #expect(mode.intValue & 0o777 == 0o600)
+            let token = String(decoding: try SecretFile.contents(of: file, what: "token file"), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await hub.admin.device(token: token) == HubDevice(tenant: try await hub.tenantID(tenant), name: "phone"))
+        }
+    }
+}
+

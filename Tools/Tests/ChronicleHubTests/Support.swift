@@ -1,0 +1,89 @@
+import AsyncHTTPClient
+@_spi(Wire) @testable import Chronicle
+@testable import ChronicleHub
+import ChronicleHTTP
+import Foundation
+import Logging
+import NIOFoundationCompat
+import PostgresNIO
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+import ToolsTestSupport
+
+/// The throwaway PostgreSQL cluster `scripts/with-postgres.sh` starts for the suite.
+let testDatabase = ProcessInfo.processInfo.environment["CHRONICLE_TEST_DATABASE"]
+
+/// Whether the hub's tests can run (they need the PostgreSQL server of `scripts/test.sh`).
+let hasTestDatabase = testDatabase?.isEmpty == false
+
+/// Hub nodes on loopback against the test database, an operator's handle on it, and helpers.
+struct HubFixture: Sendable {
+    let admin: HubDatabase
+    let urls: [URL]
+    let nodes: [HubNode]
+
+    /// A new tenant of its own (tests run in one database).
+    func tenant(maxEvents: Int64? = nil, maxBytes: Int64? = nil) async throws -> String {
+        let name = "t-\(UUID().uuidString.prefix(12).lowercased())"
+        #expect(try await admin.addTenant(name, maxEvents: maxEvents, maxBytes: maxBytes))
+        return name
+    }
+
+    func token(_ tenant: String, _ device: String) async throws -> String {
+        try await admin.issueToken(tenant: tenant, device: device)
+    }
+
+    func peer(node: Int, token: String) -> Peer {
+        .http(urls[node], token: token)
+    }
+
+    /// The tenant's id (for looking at its rows).
+    func tenantID(_ name: String) async throws -> Int64 {
+        let rows = try await admin.client.query("SELECT id FROM tenants WHERE name = \(name)")
+        for try await id in rows.decode(Int64.self) { return id }
+        throw HubRefusal.unknownTenant(name)
+    }
+}
+
+/// Runs `nodes` hub nodes (each with its own connection pool, as separate processes would
+/// have) on free loopback ports against the test database, migrated, for `body`.
+func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) async throws -> R) async throws -> R {
+    let url = try #require(testDatabase)
+    let logger = Logger(label: "chronicle.hub.tests")
+    let admin = try HubDatabase(url: url, logger: logger)
+    let adminTask = Task { await admin.run() }
+    defer { adminTask.cancel() }
+    try await admin.migrate()
+    let nodes = try (0..<count).map { _ in HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger) }
+    let ports = Ports()
+    let tasks = nodes.enumerated().map { index, node in
+        Task { try await node.run(host: "127.0.0.1", port: 0) { bound in ports.ports.withLock { $0[index] = bound } } }
+    }
+    defer { for task in tasks { task.cancel() } }
+    var waited = 0
+    while ports.ports.withLock({ $0.count }) < count {
+        try await Task.sleep(for: .milliseconds(20))
+        waited += 1
+        if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the hub nodes did not start") }
+    }
+    let urls = (0..<count).map { index in URL(string: "http://127.0.0.1:\(ports.ports.withLock { $0[index] ?? 0 })")! }
+    return try await body(HubFixture(admin: admin, urls: urls, nodes: nodes))
+}
+
+/// Sends a raw request (for checking what the hub refuses).
+func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> (status: Int, body: Data) {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = method
+    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+    let buffer = try await response.body.collect(upTo: 64 << 20)
+    return (Int(response.status.code), Data(buffer: buffer))
+}
+
+/// The ports the nodes bound.
+final class Ports: Sendable {
+    let ports = Mutex<[Int: Int]>([:])
+}
