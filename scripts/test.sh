@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# Installs what the tests need, builds everything, runs the benchmark harness at
-# smoke sizes (so it never rots), then runs the whole suite (Swift Testing, in parallel) beside
-# a throwaway PostgreSQL cluster for the hub's tests (scripts/with-postgres.sh installs and starts it).
+# Installs what the tests need, then runs every check of the repository:
+#   1. the core package (what an app adds): build and its whole suite (Swift Testing, in parallel);
+#   2. what an app resolves and links (scripts/check-linkage.sh);
+#   3. the documentation catalog, built by DocC with warnings as errors (scripts/build-docs.sh);
+#   4. the nested Tools package (the `chronicle` tool, its server, the hub, the benchmarks): build,
+#      the benchmark harness at smoke sizes (so it never rots), then its suite, beside a throwaway
+#      PostgreSQL cluster for the hub (scripts/with-postgres.sh installs and starts it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+
+echo "== core: build and tests =="
 swift build --build-tests
-# One throwaway PostgreSQL server for the hub's benchmark rows and tests (scripts/with-postgres.sh).
+swift test --skip-build
+
+echo "== what an app resolves =="
+scripts/check-linkage.sh
+
+echo "== documentation =="
+scripts/build-docs.sh
+
+echo "== tools: build =="
+swift build --package-path Tools --build-tests
 scripts/with-postgres.sh bash -c '
     set -euo pipefail
     echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
-    .build/debug/chronicle-bench --smoke > .build/bench-smoke.log 2>&1 || { cat .build/bench-smoke.log; exit 1; }
-    grep -q "hub push" .build/bench-smoke.log || { cat .build/bench-smoke.log; echo "the hub benchmark did not run" >&2; exit 1; }
-    grep -q "member import" .build/bench-smoke.log || { cat .build/bench-smoke.log; echo "the member import rows are missing" >&2; exit 1; }
-    if grep " failed: " .build/bench-smoke.log; then echo "a benchmark section failed (above)" >&2; exit 1; fi
-    tail -n 3 .build/bench-smoke.log
-    echo "== tests =="
-    swift test --skip-build
+    Tools/.build/debug/chronicle-bench --smoke > Tools/.build/bench-smoke.log 2>&1 || { cat Tools/.build/bench-smoke.log; exit 1; }
+    grep -q "hub push" Tools/.build/bench-smoke.log || { cat Tools/.build/bench-smoke.log; echo "the hub benchmark did not run" >&2; exit 1; }
+    grep -q "member import" Tools/.build/bench-smoke.log || { cat Tools/.build/bench-smoke.log; echo "the member import rows are missing" >&2; exit 1; }
+    if grep " failed: " Tools/.build/bench-smoke.log; then echo "a benchmark section failed (above)" >&2; exit 1; fi
+    tail -n 3 Tools/.build/bench-smoke.log
+    echo "== tools: tests =="
+    swift test --package-path Tools --skip-build
 '

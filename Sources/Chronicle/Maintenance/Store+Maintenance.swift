@@ -19,7 +19,10 @@ extension Store {
     /// The copy gets its own replica id and epoch, keeps every event's origin,
     /// clock and policy (`.never` events included), and the wrapped data keys,
     /// so it opens with the same key source.
-    /// - Parameter progress: called with (records done, records in the log).
+    /// - Parameters:
+    ///   - directory: where the copy is written (a new, empty directory).
+    ///   - point: the last event the copy holds.
+    ///   - progress: called with (records done, records in the log).
     /// - Returns: the new store.
     @discardableResult
     public func copy(
@@ -69,7 +72,9 @@ extension Store {
     /// over, which is safe, only slower). Free pages are reused by later writes;
     /// ``reclaimSpace(directory:)`` shrinks the file.
     ///
-    /// - Parameter dropRelayOnly: also drop the relay-only records (events of newer formats,
+    /// - Parameters:
+    ///   - cutoff: history older than this is dropped (a key's current value is always kept).
+    ///   - dropRelayOnly: also drop the relay-only records (events of newer formats,
     ///   and second versions of an identity, that a store without the group's key keeps to relay;
     ///   ``StoreStatistics/relayOnly`` counts them). Members that need them get them from another peer.
     public func compact(before cutoff: Date = .distantFuture, dropRelayOnly: Bool = false) throws(ChronicleError) -> CompactionReport {

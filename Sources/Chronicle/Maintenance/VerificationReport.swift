@@ -1,6 +1,6 @@
 import ChronicleSodium
 
-/// What ``Store/verify()`` found.
+/// What ``Store/verify(progress:)`` found.
 public struct VerificationReport: Sendable, Equatable, CustomStringConvertible {
     /// The number of log records checked.
     public var records: Int

@@ -12,7 +12,7 @@ public struct KeyProjection<Value: Codable & Sendable>: Sendable {
         self.keys = key
     }
 
-    /// The current value, then every change (see ``Store/updates(of:)-(Key<Value>)``).
+    /// The current value, then every change (as `Store.updates(of:)` gives it).
     public var updates: AsyncStream<Value> {
         switch keys {
         case let key as Key<Value>: store.updates(of: key)

@@ -69,6 +69,7 @@ extension Store {
     /// let imported = try store.importPropertyList(at: URL(fileURLWithPath: "com.example.app.plist"))
     /// ```
     /// - Parameters:
+    ///   - url: the property list file (XML or binary), as `defaults export` writes it.
     ///   - names: the keys to import; `nil` imports every top-level key.
     ///   - policy: the sync policy of the imported keys; default ``SyncPolicy/never``.
     /// - Returns: the number of events written.
