@@ -5,6 +5,17 @@ import Synchronization
 extension Keyring {
     // MARK: - Key files
 
+    /// Where the key material of a store opened without a key source lives: in the keychain
+    /// where the platform has one (Apple's: a device-only item, never in a backup of the app's
+    /// data), else in the default key file.
+    static func defaultSource() -> Source {
+        #if canImport(Security)
+        return .defaultKeychain(KeychainKeyProvider())
+        #else
+        return .defaultKeyFile(defaultKeyFileURL())
+        #endif
+    }
+
     /// The default key file: `$XDG_CONFIG_HOME/chronicle/default.key`, else `~/.config/chronicle/default.key`.
     static func defaultKeyFileURL() -> URL {
         let environment = ProcessInfo.processInfo.environment
@@ -12,10 +23,20 @@ extension Keyring {
         if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty {
             base = URL(fileURLWithPath: config, isDirectory: true)
         } else {
-            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config", isDirectory: true)
+            // NSHomeDirectory, not homeDirectoryForCurrentUser: the latter does not exist on iOS.
+            base = URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true).appendingPathComponent(".config", isDirectory: true)
         }
         return base.appendingPathComponent("chronicle/default.key")
     }
+
+    #if canImport(Security)
+    /// The KEK from the default keychain item's material (derived as a key file's is).
+    static func keychainKEK(_ keychain: KeychainKeyProvider) throws -> SecureBytes {
+        var bytes = try keychain.keyEncryptionKey()
+        defer { Sodium.wipe(&bytes) }
+        return try derivedKEK(from: bytes, kind: .keyFile)
+    }
+    #endif
 
     /// A KEK from key material of any length ≥ 32 bytes (BLAKE2b with a domain label).
     static func derivedKEK(from material: [UInt8], kind: KeyEncryptionKind) throws -> SecureBytes {

@@ -17,6 +17,10 @@ final class Keyring: EventSealer {
         case material(SecureBytes, kind: KeyEncryptionKind)
         /// The default key file, loaded (and created) on first use.
         case defaultKeyFile(URL)
+        #if canImport(Security)
+        /// The default key material in the platform's keychain, loaded (and created) on first use.
+        case defaultKeychain(KeychainKeyProvider)
+        #endif
 
         /// The source for a configured ``KeySource``; key material is copied into secure memory and wiped.
         init(_ keySource: KeySource, cost: KeyDerivationCost) throws {
@@ -91,7 +95,7 @@ final class Keyring: EventSealer {
                 if let problem = cost.problem { throw ChronicleError.invalidArgument(problem) }
             }
             let source = try given ?? configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
-                ?? .defaultKeyFile(defaultKeyFileURL())
+                ?? defaultSource()
             let keyring = Keyring(
                 eventLog: eventLog, source: source, isMember: configuration.keySource != nil,
                 travelLimits: configuration.travelKeyCost.limits)
@@ -197,6 +201,10 @@ final class Keyring: EventSealer {
             return (kind, zeroSalt, noLimits, kek)
         case let .defaultKeyFile(url):
             return (.keyFile, zeroSalt, noLimits, try Self.readKeyFile(url, createIfMissing: true))
+        #if canImport(Security)
+        case let .defaultKeychain(keychain):
+            return (.keyFile, zeroSalt, noLimits, try Self.keychainKEK(keychain))
+        #endif
         }
     }
 
@@ -249,6 +257,10 @@ final class Keyring: EventSealer {
                 throw ChronicleError.keyUnavailable(reason: "the key file \(url.path) is missing; restore it or open the store with its key source")
             }
             return try Self.readKeyFile(url)
+        #if canImport(Security)
+        case let (.defaultKeychain(keychain), .keyFile):
+            return try Self.keychainKEK(keychain)
+        #endif
         default:
             throw ChronicleError.wrongKey
         }

@@ -12,7 +12,8 @@ extension Store {
     /// ```
     public struct Configuration: Sendable {
         /// Where the data key for sealed values comes from. `nil` uses a 0600
-        /// key file created on first use under `$XDG_CONFIG_HOME/chronicle/`.
+        /// key file created on first use under `$XDG_CONFIG_HOME/chronicle/` (on Apple
+        /// platforms, a device-only keychain item: `KeychainKeyProvider`).
         public var keySource: KeySource?
         /// Seal plain values too, not only secrets.
         public var encryptDefaults: Bool

@@ -7,8 +7,9 @@ extension Store {
 
     /// The embedded default store of this executable.
     ///
-    /// It lives at `$CHRONICLE_HOME`, else `$XDG_DATA_HOME/chronicle/<executable>`,
-    /// else `~/.local/share/chronicle/<executable>`, and opens lazily on first
+    /// It lives at `$CHRONICLE_HOME`, else in `chronicle/<executable>` under the platform's
+    /// application-support directory (`$XDG_DATA_HOME`, else `~/.local/share`, on Linux;
+    /// `Library/Application Support` on Apple platforms), and opens lazily on first
     /// use. It never crashes: if it cannot open, every read gives the key's
     /// default, every throwing call throws the reason, and the error is logged.
     /// Call ``bootstrap(appID:configuration:)`` at launch to choose the app id,
@@ -42,12 +43,10 @@ extension Store {
             return URL(fileURLWithPath: home, isDirectory: true)
         }
         let name = appID ?? ProcessInfo.processInfo.processName
-        let base: URL
-        if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
-            base = URL(fileURLWithPath: data, isDirectory: true)
-        } else {
-            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share", isDirectory: true)
-        }
+        // The platform's application-support directory: `$XDG_DATA_HOME`, else `~/.local/share`, on
+        // Linux (Foundation reads the variable); `Library/Application Support` in an Apple app's container.
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
         return base.appendingPathComponent("chronicle", isDirectory: true).appendingPathComponent(name, isDirectory: true)
     }
 
