@@ -52,7 +52,7 @@ struct TravellingKeyTests {
             let atRest = try store.eventLog.readKeyRecords { txn in try store.eventLog.wrappedKeys(txn) }
             #expect(atRest.allSatisfy { $0.limits.opsLimit < moderate.passes })  // cheap at rest, as configured
             let range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
-            let bundle = try KeyBundle.decode(Array(try store.exportKeys()))
+            let bundle = try KeyBundle.decode(Array(try store.exportDataKeys()))
             for record in range.keys + bundle {
                 #expect(record.limits.opsLimit >= moderate.passes && record.limits.memLimit >= moderate.memoryBytes)
             }

@@ -8,6 +8,40 @@ import Synchronization
 import Testing
 
 struct SecretTests {
+    /// A secret is a `Key` with a sealed value: every entry point that takes a key takes it, and a
+    /// plain key and a secret of the same name never read each other's value.
+    @Test func aSecretKeyGoesThroughEveryKeyEntryPoint() async throws {
+        try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, directory async throws in
+            let plain = Key<String>("shared.name", default: "")
+            let secret = SecretKey<String>("shared.name", default: "")
+            let updates = store.updates(of: secret)
+            store[plain] = "plain"
+            store[secret] = "secret one"
+            #expect(store[plain] == "plain")
+            #expect(store[secret] == "secret one")
+            try store.set("secret two", for: secret)
+            #expect(try store.value(for: secret) == "secret two")
+            #expect(try store.value(for: plain) == "plain")
+            try store.write { batch in
+                #expect(batch[secret] == "secret two")
+                batch[secret] = "secret three"
+                #expect(batch[secret] == "secret three")
+                #expect(batch[plain] == "plain")
+            }
+            #expect(try store.update(secret) { $0 += "!" } == "secret three!")
+            #expect(try store.history(of: secret).compactMap(\.value) == ["secret one", "secret two", "secret three", "secret three!"])
+            #expect(try store.history(of: plain).compactMap(\.value) == ["plain"])
+            let heard = await collect(updates) { $0.last == "secret three!" }
+            #expect(heard.last == "secret three!")
+            try store.remove(secret)
+            #expect(store[secret] == "")
+            #expect(store[plain] == "plain")
+            // Sealed on disk: the plaintext of the secret is nowhere in the file.
+            let file = try Data(contentsOf: directory.appendingPathComponent("data.mdb"))
+            #expect(file.range(of: Data("secret three".utf8)) == nil)
+        }
+    }
+
     @Test func secretsRoundTripInEveryForm() throws {
         try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
             #expect(store[.apiToken] == nil)

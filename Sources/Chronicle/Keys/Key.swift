@@ -1,4 +1,8 @@
-/// A typed key for a plain value, read from the defaults view.
+/// A typed key: its name, its type, its default and its sync policy.
+///
+/// Every entry point of the store takes a `Key`: `store[key]`, `value(for:)`, `set(_:for:)`,
+/// `remove(_:)`, `update(_:_:)`, `history(of:)`, `updates(of:)`, a batch's subscript. A
+/// ``SecretKey`` is a `Key` whose value is sealed, so it goes through the same calls.
 ///
 /// ```swift
 /// extension Keys {
@@ -7,7 +11,7 @@
 ///     static let layout = Key<String>("ui.layout", default: "grid")      // stays on this device
 /// }
 /// ```
-public final class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
+public class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
     /// The value read when the key has never been set or was removed.
     public let defaultValue: Value
 
@@ -18,15 +22,19 @@ public final class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  
     ///   - sync: Which devices the key's changes travel to. Default: ``SyncPolicy/never``: a key
     ///     stays on its device unless it says otherwise (syncing is opt-in, per key).
     ///   - formerNames: Names the key had before a rename; their values are read until the key is set.
-    public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .never, formerNames: [String] = []) {
-        self.defaultValue = defaultValue
-        super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)
+    public convenience init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .never, formerNames: [String] = []) {
+        self.init(name: name, domain: .defaults, defaultValue: defaultValue, sync: sync, formerNames: formerNames)
     }
 
     /// Declares a key whose value is optional; it reads `nil` until set.
-    public init<Wrapped>(_ name: String, sync: SyncPolicy = .never, formerNames: [String] = [])
+    public convenience init<Wrapped>(_ name: String, sync: SyncPolicy = .never, formerNames: [String] = [])
     where Value == Wrapped? {
-        self.defaultValue = nil
-        super.init(name: name, domain: .defaults, sync: sync, formerNames: formerNames)
+        self.init(name: name, domain: .defaults, defaultValue: nil, sync: sync, formerNames: formerNames)
+    }
+
+    /// A key of `domain` (the defaults, or the sealed secrets of a ``SecretKey``).
+    init(name: String, domain: Domain, defaultValue: Value, sync: SyncPolicy, formerNames: [String]) {
+        self.defaultValue = defaultValue
+        super.init(name: name, domain: domain, sync: sync, formerNames: formerNames)
     }
 }

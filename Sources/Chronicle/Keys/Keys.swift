@@ -12,10 +12,11 @@
 /// store[.theme] = .dark
 /// ```
 ///
-/// `@unchecked Sendable` is safe here: `Keys` and its subclasses (``Key`` and
-/// ``SecretKey``, both final) have only `let` stored properties of `Sendable`
-/// types, so an instance never changes after `init`. The class is not final
-/// only so that static members declared on it are found through `Key<Value>`.
+/// `@unchecked Sendable` is safe here: `Keys` and its subclasses (``Key`` and its
+/// final subclass ``SecretKey``; neither is open, so no other subclass exists) have only
+/// `let` stored properties of `Sendable` types, so an instance never changes after
+/// `init`. The class is not final only so that static members declared on it are found
+/// through `Key<Value>`.
 public class Keys: @unchecked Sendable, CustomStringConvertible {
     /// The key's name in the store: 1 to 255 UTF-8 bytes.
     public let name: String

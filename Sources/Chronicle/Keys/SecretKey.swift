@@ -1,4 +1,7 @@
-/// A typed key for a secret, sealed with the store's data key and read from the secrets view.
+/// A key whose value is a secret: sealed with the store's data key, kept in the secrets view.
+///
+/// A `SecretKey` is a ``Key``, so every call that takes a key takes it; ``Secret`` takes only a
+/// `SecretKey`, so a property declared `@Secret` can never be stored in plaintext.
 ///
 /// Secrets never sync unless asked (`sync:` defaults to ``SyncPolicy/never``),
 /// never appear in plaintext on disk, in logs, in errors or in a `description`.
@@ -9,10 +12,7 @@
 /// }
 /// try store.set("s3cr3t", for: .apiToken)
 /// ```
-public final class SecretKey<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
-    /// The value read when the secret has never been set or was removed.
-    public let defaultValue: Value
-
+public final class SecretKey<Value: Codable & Sendable>: Key<Value>, @unchecked Sendable {  // immutable: see Keys
     /// Declares a secret key.
     /// - Parameters:
     ///   - name: The key's name (1 to 255 UTF-8 bytes). Names are not secret.
@@ -20,14 +20,12 @@ public final class SecretKey<Value: Codable & Sendable>: Keys, @unchecked Sendab
     ///   - sync: Which devices the sealed secret travels to. Default: ``SyncPolicy/never``.
     ///   - formerNames: Names the key had before a rename.
     public init(_ name: String, default defaultValue: Value, sync: SyncPolicy = .never, formerNames: [String] = []) {
-        self.defaultValue = defaultValue
-        super.init(name: name, domain: .secrets, sync: sync, formerNames: formerNames)
+        super.init(name: name, domain: .secrets, defaultValue: defaultValue, sync: sync, formerNames: formerNames)
     }
 
     /// Declares a secret key whose value is optional; it reads `nil` until set.
     public init<Wrapped>(_ name: String, sync: SyncPolicy = .never, formerNames: [String] = [])
     where Value == Wrapped? {
-        self.defaultValue = nil
-        super.init(name: name, domain: .secrets, sync: sync, formerNames: formerNames)
+        super.init(name: name, domain: .secrets, defaultValue: nil, sync: sync, formerNames: formerNames)
     }
 }

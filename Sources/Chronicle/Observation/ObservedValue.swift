@@ -28,11 +28,6 @@ public final class ObservedValue<Value: Codable & Sendable>: Observable {
         self.init(initial: store[key], updates: store.updates(of: key), write: { store[key] = $0 })
     }
 
-    /// Observes a secret.
-    public convenience init(_ key: SecretKey<Value>, store: Store = .standard) {
-        self.init(initial: store[key], updates: store.updates(of: key), write: { store[key] = $0 })
-    }
-
     private init(initial: Value, updates: AsyncStream<Value>, write: @escaping @Sendable (Value) -> Void) {
         current = initial
         self.write = write

@@ -18,11 +18,6 @@ extension Store {
         observe(key)
     }
 
-    /// The secret's current value, then its value after every change (decrypted).
-    public func updates<Value>(of key: SecretKey<Value>) -> AsyncStream<Value> {
-        observe(key)
-    }
-
     /// Several keys at once: their current values, then their values again after every change
     /// of any of them (whoever made it, as with ``updates(of:)-(Key<Value>)``).
     ///

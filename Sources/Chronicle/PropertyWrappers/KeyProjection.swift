@@ -16,7 +16,6 @@ public struct KeyProjection<Value: Codable & Sendable>: Sendable {
     public var updates: AsyncStream<Value> {
         switch keys {
         case let key as Key<Value>: store.updates(of: key)
-        case let key as SecretKey<Value>: store.updates(of: key)
         default: AsyncStream { $0.finish() }
         }
     }
@@ -36,7 +35,6 @@ public struct KeyProjection<Value: Codable & Sendable>: Sendable {
         get throws(ChronicleError) {
             switch keys {
             case let key as Key<Value>: return try store.history(of: key)
-            case let key as SecretKey<Value>: return try store.history(of: key)
             default: return []
             }
         }

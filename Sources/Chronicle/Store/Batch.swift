@@ -18,21 +18,9 @@ public final class Batch {
         set { record { () throws(ChronicleError) in try store.change(newValue, for: key) } }
     }
 
-    /// The batch's own change of the secret, else the store's value; sets (or, for `nil`,
-    /// removes) the secret in the batch. Errors surface when `write` returns.
-    public subscript<Value>(key: SecretKey<Value>) -> Value {
-        get { read(key) }
-        set { record { () throws(ChronicleError) in try store.change(newValue, for: key) } }
-    }
-
     /// Sets `key` to `value` in the batch.
     /// - Throws: ``ChronicleError`` at once when the value cannot be encoded or the key name is invalid.
     public func set<Value>(_ value: Value, for key: Key<Value>) throws(ChronicleError) {
-        changes.append(try store.change(value, for: key))
-    }
-
-    /// Sets the secret `key` to `value` in the batch.
-    public func set<Value>(_ value: Value, for key: SecretKey<Value>) throws(ChronicleError) {
         changes.append(try store.change(value, for: key))
     }
 

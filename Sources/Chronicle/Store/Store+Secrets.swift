@@ -4,39 +4,6 @@ import ChronicleSodium
 extension Store {
     // MARK: - Secrets
 
-    /// The secret's value, or its default when absent. Errors (a missing or
-    /// wrong key, a tampered record) are logged without the value and read as the default.
-    ///
-    /// A failed read never leads to an overwrite: while the store cannot open
-    /// its data key, writing secrets fails too.
-    public subscript<Value>(key: SecretKey<Value>) -> Value {
-        get { loggingRead(key) }
-        set { loggingWrite(newValue, for: key) }
-    }
-
-    /// The secret's value, decrypted, or its default when absent.
-    /// - Throws: ``ChronicleError/keyUnavailable(reason:)`` or ``ChronicleError/wrongKey``
-    ///   when the data key cannot be opened; ``ChronicleError/tampered(sequence:key:)``
-    ///   when the sealed value was altered or moved.
-    public func value<Value>(for key: SecretKey<Value>) throws(ChronicleError) -> Value {
-        try readValue(key, default: key.defaultValue)
-    }
-
-    /// Seals and stores the secret (setting an optional secret to `nil` removes it).
-    public func set<Value>(_ value: Value, for key: SecretKey<Value>) throws(ChronicleError) {
-        try commit([change(value, for: key)])
-    }
-
-    /// Removes the secret with a sealed tombstone (it cannot be forged or re-dated).
-    public func remove<Value>(_ key: SecretKey<Value>) throws(ChronicleError) {
-        try commit([removal(of: key)])
-    }
-
-    /// Every revision of the secret, decrypted, oldest first. Treat the result as secret.
-    public func history<Value>(of key: SecretKey<Value>) throws(ChronicleError) -> [Revision<Value>] {
-        try revisions(of: key)
-    }
-
     // MARK: - Keys
 
     /// Re-wraps the store's data keys under a new passphrase. Instant for the
@@ -88,12 +55,13 @@ extension Store {
     }
 
     /// The store's wrapped data keys, for another replica of the same sync group
-    /// (``importKeys(_:)``). Never contains a plaintext key.
+    /// (``importDataKeys(_:)``): the cryptographic keys that seal values, not settings keys.
+    /// Never contains a plaintext key.
     ///
     /// Passphrase-wrapped keys are re-wrapped for travel with at least the
     /// ``KeyDerivationCost/moderate`` Argon2id cost. Anyone holding the export
     /// can try passphrases offline: prefer a key file for valuable groups.
-    public func exportKeys() throws(ChronicleError) -> Data {
+    public func exportDataKeys() throws(ChronicleError) -> Data {
         let keyring = try crypto.get()
         return try mappingErrors { Data(try KeyBundle.encode(try keyring.exportForTravel())) }
     }
@@ -104,7 +72,7 @@ extension Store {
     /// key file), else nothing is imported and the call throws ``ChronicleError/wrongKey``.
     /// - Returns: the number of keys that were new here.
     @discardableResult
-    public func importKeys(_ data: Data) throws(ChronicleError) -> Int {
+    public func importDataKeys(_ data: Data) throws(ChronicleError) -> Int {
         let keyring = try crypto.get()
         let records: [WrappedKey]
         do { records = try KeyBundle.decode(Array(data)) } catch {
@@ -112,6 +80,15 @@ extension Store {
         }
         return try mappingErrors { try keyring.importWrapped(records) }
     }
+
+    /// The old name of ``exportDataKeys()``.
+    @available(*, deprecated, renamed: "exportDataKeys()")
+    public func exportKeys() throws(ChronicleError) -> Data { try exportDataKeys() }
+
+    /// The old name of ``importDataKeys(_:)``.
+    @available(*, deprecated, renamed: "importDataKeys(_:)")
+    @discardableResult
+    public func importKeys(_ data: Data) throws(ChronicleError) -> Int { try importDataKeys(data) }
 
     // MARK: - Internals
 

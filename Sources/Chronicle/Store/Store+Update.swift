@@ -18,13 +18,6 @@ extension Store {
         try updating(key, body)
     }
 
-    /// Reads the secret `key`, lets `body` change the value, and seals and writes the result,
-    /// atomically (see ``update(_:_:)-(Key<Value>,_)``).
-    @discardableResult
-    public func update<Value>(_ key: SecretKey<Value>, _ body: (inout Value) throws -> Void) throws -> Value {
-        try updating(key, body)
-    }
-
     /// The key changed between the read and the commit's turn (another local write).
     private struct ReadAgain: Error {}
 

@@ -8,12 +8,10 @@ protocol ValueKey: Keys {
 
 extension Key: ValueKey {}
 
-extension SecretKey: ValueKey {}
-
 extension Store {
     /// The read behind `store[key]` and `@Default` for plain keys: straight to the cache.
     func plainValue<Value>(_ key: Key<Value>) throws(ChronicleError) -> Value {
-        guard key.formerNames.isEmpty, !sealsDefaults else { return try readValue(key, default: key.defaultValue) }
+        guard key.domain == .defaults, key.formerNames.isEmpty, !sealsDefaults else { return try readValue(key, default: key.defaultValue) }
         try Keys.validate(name: key.name)
         return try eventLog.cachedRead(key.name, default: key.defaultValue) { entry throws(ChronicleError) in
             try self.decode(entry, for: key, default: key.defaultValue)
