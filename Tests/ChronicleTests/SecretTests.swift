@@ -87,6 +87,26 @@ struct SecretTests {
         }
     }
 
+    /// `verify` of a keyed log opened without its key cannot check the chain: it says so with
+    /// `keyUnavailable`, never a report of damage that is not there.
+    @Test func verifyWithoutTheKeyThrowsRatherThanReportingDamage() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("pw"))
+            try store.set(.dark, for: .theme)
+            #expect(try store.verify().isSound)
+        }
+        let keyless = try Store(directory: directory)
+        #expect(keyless[.theme] == .dark, "plain values still read")
+        #expect {
+            try keyless.verify()
+        } throws: { error in
+            guard case ChronicleError.keyUnavailable = error else { return false }
+            return true
+        }
+    }
+
     @Test func wrongPassphraseFailsAtOpenBeforeAnyWrite() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -283,19 +303,19 @@ struct SecretTests {
     @Test func keysExportAndImportBetweenReplicas() throws {
         try withTemporaryStore(configuration: passphraseConfiguration("group")) { first, _ throws in
             try first.set("shared", for: .apiToken)
-            let bundle = try first.exportKeys()
+            let bundle = try first.exportDataKeys()
             #expect(bundle.range(of: Data("shared".utf8)) == nil)
             try withTemporaryStore(configuration: passphraseConfiguration("group")) { second, _ throws in
-                #expect(try second.importKeys(bundle) == 1)
-                #expect(try second.importKeys(bundle) == 0)  // idempotent
+                #expect(try second.importDataKeys(bundle) == 1)
+                #expect(try second.importDataKeys(bundle) == 0)  // idempotent
                 // The second replica can now open the first one's sealed entry.
                 let entry = try #require(try first.eventLog.entry(.secrets, "auth.token"))
                 let plaintext = try second.openPayload(entry, key: Keys.apiToken)
                 #expect(String(decoding: plaintext, as: UTF8.self) == "shared")
             }
             try withTemporaryStore(configuration: passphraseConfiguration("other")) { stranger, _ throws in
-                #expect(throws: ChronicleError.wrongKey) { try stranger.importKeys(bundle) }
-                #expect(throws: ChronicleError.self) { try stranger.importKeys(Data("garbage".utf8)) }
+                #expect(throws: ChronicleError.wrongKey) { try stranger.importDataKeys(bundle) }
+                #expect(throws: ChronicleError.self) { try stranger.importDataKeys(Data("garbage".utf8)) }
             }
         }
     }

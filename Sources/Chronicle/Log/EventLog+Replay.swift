@@ -205,6 +205,9 @@ extension EventLog {
                         reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
                 }
                 try verifyHead(txn, keyed: replay.keyed, records: replay.records)
+            } catch ChronicleError.keyUnavailable(let reason) {
+                // Not a finding about the log: the check could not run (a keyed log without its key).
+                throw ChronicleError.keyUnavailable(reason: reason)
             } catch let error as ChronicleError {
                 report.firstProblem = error
                 if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }

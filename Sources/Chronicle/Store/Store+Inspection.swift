@@ -12,6 +12,30 @@ extension Store {
         }
     }
 
+    /// Up to `limit` log entries after `sequence`, oldest first, and the last sequence read
+    /// (`through`; the next page starts after it). Reads only those records, so a tool pages
+    /// through a log of any size in constant memory (`chronicle log`); it does not check the hash
+    /// chain, which ``verify(progress:)`` does.
+    @_spi(Tools) public func logEntries(after sequence: UInt64, limit: Int) throws(ChronicleError) -> (entries: [LogEntry], through: UInt64) {
+        let eventLog = try settledEventLog
+        return try mappingErrors {
+            let (events, through, epoch) = try eventLog.events(after: sequence, limit: max(1, limit))
+            return (events.map { LogEntry($0, epoch: epoch) }, through)
+        }
+    }
+
+    /// Every log entry of the key `name` (plain and secret), in log order, found through the
+    /// history index instead of a scan of the log (`chronicle log --key`).
+    @_spi(Tools) public func logEntries(ofKeyNamed name: String) throws(ChronicleError) -> [LogEntry] {
+        try Keys.validate(name: name)
+        let eventLog = try settledEventLog
+        return try mappingErrors {
+            let epoch = try eventLog.epoch()
+            let events = try Domain.allCases.flatMap { try eventLog.history($0, name) }
+            return events.sorted { $0.sequence < $1.sequence }.map { LogEntry($0, epoch: epoch) }
+        }
+    }
+
     /// The current value of the plain key `name` as JSON, or `nil` when it has
     /// no value (for tools: `chronicle get`).
     @_spi(Tools) public func currentValueJSON(forKeyNamed name: String) throws(ChronicleError) -> String? {
@@ -54,10 +78,15 @@ extension Store {
         ])
     }
 
-    /// Removes the plain key `name` (for tools: `chronicle rm`).
-    @_spi(Tools) public func removeValue(forKeyNamed name: String) throws(ChronicleError) {
+    /// Removes the plain key `name` (for tools: `chronicle rm`) when it has a value here.
+    /// - Returns: `false`, writing nothing, when the key has no value in this store (never set,
+    ///   or removed already): a tombstone for it would stay in the log for good.
+    @_spi(Tools) @discardableResult
+    public func removeValue(forKeyNamed name: String) throws(ChronicleError) -> Bool {
         try Keys.validate(name: name)
-        let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
-        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing?.policy ?? .never, formerNames: []))])
+        let eventLog = try eventLog
+        guard let existing = try mappingErrors({ try eventLog.entry(.defaults, name) }), existing.op == .set else { return false }
+        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing.policy, formerNames: []))])
+        return true
     }
 }

@@ -163,6 +163,9 @@ public final class Store: Sendable {
     ///
     /// Reads one snapshot; writers are never blocked.
     /// - Parameter progress: called now and then with (records checked, records in the log).
+    /// - Returns: what the check found; ``VerificationReport/isSound`` is false only for damage.
+    /// - Throws: ``ChronicleError/keyUnavailable(reason:)`` when the log is keyed and this store
+    ///   was opened without its key source: the check cannot run, which is not a finding.
     public func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws(ChronicleError) -> VerificationReport {
         let keyring = try? crypto.get()
         try mappingErrors { try keyring?.unwrapLocalKeys() }

@@ -21,7 +21,8 @@ struct ChronicleCommand: AsyncParsableCommand {
             compact refuse a path that holds no store rather than create one.
             Sealed stores need --passphrase-file FILE, CHRONICLE_PASSPHRASE or --key-file FILE.
 
-            Exit statuses: 0 success; 1 `get` found no value for the key; 2 an error (a store that cannot
+            Exit statuses: 0 success; 1 `get` or `rm` found no value for the key, or `verify` found
+            damage; 2 an error (a store that cannot
             be opened or is damaged, a wrong key, a refused file, a failed sync; the message is on stderr);
             64 a usage error (unknown command or option, bad value).
             """,

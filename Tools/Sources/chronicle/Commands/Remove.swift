@@ -5,13 +5,21 @@ extension ChronicleCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rm", abstract: "Remove a key (appends a tombstone).",
-            discussion: "Example: chronicle rm editor.draft --store ./store")
+            discussion: """
+                Exits with status 1 and writes nothing when the key has no value in this store (never
+                set, or removed already): sync first to remove a value another device set.
+
+                Example: chronicle rm editor.draft --store ./store
+                """)
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "The key name.") var key: String
 
         func run() throws {
-            try options.openExisting().removeValue(forKeyNamed: key)
+            guard try options.openExisting().removeValue(forKeyNamed: key) else {
+                printError("\(terminalSafe(key)): no value here; nothing removed")
+                throw ExitCode.noSuchKey
+            }
         }
     }
 }
