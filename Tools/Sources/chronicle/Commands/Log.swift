@@ -7,6 +7,9 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the events of the log, oldest first.",
             discussion: """
+                Prints as it reads, a page of records at a time, so the first line comes at once and
+                memory stays flat on a log of any size; --key reads the key's history index instead of
+                the whole log. It does not check the hash chain: `chronicle verify` does.
                 A sealed value is never printed. With --json, one JSON object per line (JSON Lines) with
                 sequence, origin (the device: its replica id), writer and counter (the event's identity),
                 timestamp, hlc, domain, key, op, policy, sealed, size and, for unsealed sets, value.
@@ -30,15 +33,33 @@ extension ChronicleCommand {
             }
         }
 
+        /// Records read per page: small enough to print the first line at once, large enough that
+        /// a page's read transaction costs nothing beside printing it.
+        static let pageSize = 1_000
+
         func run() throws {
-            let entries = try options.openExisting().logEntries().filter { entry in
-                if let key, entry.key != key { return false }
-                if let domain, entry.domain != domain { return false }
-                if let since, !Self.entry(entry, isAtOrAfter: since) { return false }
-                if let until, !Self.entry(entry, isAtOrBefore: until) { return false }
-                return true
+            let store = try options.openExisting()
+            let first = max(1, since.flatMap(UInt64.init) ?? 1)
+            let last = until.flatMap(UInt64.init) ?? .max
+            if let key {
+                for entry in try store.logEntries(ofKeyNamed: key) where (first...last).contains(entry.sequence) { emit(entry) }
+                return
             }
-            for entry in entries { print(json ? jsonSafe(Self.jsonLine(entry)) : Self.textLine(entry)) }
+            var cursor = first - 1
+            while cursor < last {
+                let (entries, through) = try store.logEntries(after: cursor, limit: Self.pageSize)
+                for entry in entries where entry.sequence <= last { emit(entry) }
+                guard through > cursor else { return }  // the end of the log
+                cursor = through
+            }
+        }
+
+        /// Prints `entry` when it passes the filters.
+        private func emit(_ entry: LogEntry) {
+            if let domain, entry.domain != domain { return }
+            if let since, UInt64(since) == nil, !Self.entry(entry, isAtOrAfter: since) { return }
+            if let until, UInt64(until) == nil, !Self.entry(entry, isAtOrBefore: until) { return }
+            print(json ? jsonSafe(Self.jsonLine(entry)) : Self.textLine(entry))
         }
 
         static func entry(_ entry: LogEntry, isAtOrAfter bound: String) -> Bool {
