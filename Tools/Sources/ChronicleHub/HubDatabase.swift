@@ -2,6 +2,7 @@
 import Foundation
 public import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 import Synchronization
 
@@ -27,6 +28,8 @@ public final class HubDatabase: Sendable {
     /// The pooled client (run by ``run()``).
     let client: PostgresClient
     let configuration: PostgresClient.Configuration
+    /// Where the URL points, for a direct connection and for messages.
+    let target: Target
     let logger: Logger
 
     /// Items one pull scans at most (the filters may pass over many).
@@ -49,7 +52,8 @@ public final class HubDatabase: Sendable {
     ///
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the URL is not one.
     public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
-        configuration = try Self.configuration(url: url)
+        target = try Target(url: url)
+        configuration = target.clientConfiguration
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
     }
@@ -59,25 +63,51 @@ public final class HubDatabase: Sendable {
         await client.run()
     }
 
-    static func configuration(url text: String) throws(ChronicleError) -> PostgresClient.Configuration {
-        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
-            let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty
-        else {
-            throw .invalidArgument("the database must be a URL like postgres://USER:PASSWORD@HOST:5432/DATABASE")
+    /// A PostgreSQL URL taken apart.
+    struct Target: Sendable {
+        enum Mode: Sendable { case disable, prefer, require }
+        var host: String
+        var port: Int
+        var user: String
+        var password: String?
+        var database: String?
+        var mode: Mode
+
+        init(url text: String) throws(ChronicleError) {
+            guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+                let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty
+            else {
+                throw .invalidArgument("the database must be a URL like postgres://USER:PASSWORD@HOST:5432/DATABASE")
+            }
+            let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+            switch url.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+            case "disable": mode = .disable
+            case "prefer", "allow": mode = .prefer
+            case "require", "verify-full", "verify-ca": mode = .require
+            default: throw .invalidArgument("sslmode is disable, prefer or require")
+            }
+            (self.host, port, self.user, password) = (host, url.port ?? 5432, user, url.password)
+            self.database = database.isEmpty ? nil : database
         }
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
-        let tls: PostgresClient.Configuration.TLS
-        switch mode {
-        case "disable": tls = .disable
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        case "require", "verify-full", "verify-ca": tls = .require(.makeClientConfiguration())
-        default: throw .invalidArgument("sslmode is disable, prefer or require")
+
+        var clientConfiguration: PostgresClient.Configuration {
+            let tls: PostgresClient.Configuration.TLS = switch mode {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+            var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+            configuration.options.maximumConnections = 40
+            return configuration
         }
-        var configuration = PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user, password: url.password, database: database.isEmpty ? nil : database, tls: tls)
-        configuration.options.maximumConnections = 40
-        return configuration
+
+        func connectionTLS() throws -> PostgresConnection.Configuration.TLS {
+            switch mode {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        }
     }
 
     /// Runs `body` in a transaction; what `body` throws comes out as itself (a refusal stays a

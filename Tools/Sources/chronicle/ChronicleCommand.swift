@@ -2,6 +2,7 @@ import ArgumentParser
 @_spi(Tools) import Chronicle
 import Foundation
 import CChronicleSystem
+import ChronicleHub
 
 /// Makes this process undumpable: no core file, and no other process of the same user may attach
 /// to read its memory (a `serve` holds the bearer token; most commands hold a passphrase or key).
@@ -65,6 +66,7 @@ extension ChronicleError {
     /// The message for any error the tool meets.
     static func describe(_ error: any Error) -> String {
         if let error = error as? ChronicleError { return error.description }
+        if let database = HubDatabase.describe(error) { return database }
         return ChronicleCommand.message(for: error)
     }
 }

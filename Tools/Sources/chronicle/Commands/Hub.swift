@@ -50,6 +50,7 @@ struct DatabaseOptions: ParsableArguments {
     /// Runs `body` with the database's connection pool running.
     func with<T: Sendable>(_ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
         let database = try open()
+        try await database.checkConnection()
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 await database.run()
@@ -87,7 +88,10 @@ extension ChronicleCommand.Hub {
         }
 
         func run() async throws {
-            var node = HubNode(database: try database.open())
+            let hubDatabase = try database.open()
+            // At once, with the reason: the pool alone retries for a minute before it gives up.
+            try await hubDatabase.checkConnection()
+            var node = HubNode(database: hubDatabase)
             if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
             try await node.run(host: host, port: port, tls: server.tls, gracefulShutdownSignals: true) { bound in
                 // Written at once, not buffered: a supervisor reading a pipe sees it now.
