@@ -53,10 +53,12 @@ struct FaultHandlingTests {
                 try await Replicator(store: writer, peers: [.directory(folder)]).sync()
                 try await Task.sleep(for: .milliseconds(3))
             }
+            try await Task.sleep(for: .milliseconds(3))
+            reader[Key<String>("sync.reader", default: "", sync: .manual)] = "from the reader"
             try await Replicator(store: reader, peers: [.directory(folder)]).sync()
             #expect(reader[Key<String>("sync.k2", default: "", sync: .manual)] == "v2")
-            // The reader pulled the writer's three files (checkpoint 3), then pushed what it had
-            // learned back as a fourth file.
+            // The reader pulled the writer's three files (checkpoint 3), then pushed its own change
+            // as a fourth file (never what it pulled: that is in the folder already).
             let old = try Self.rangeNames(folder)
             #expect(old.count == 4)
             // A new push arrives; then a device prunes the writer's three old files, which every

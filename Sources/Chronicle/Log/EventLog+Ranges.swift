@@ -37,8 +37,11 @@ extension EventLog {
     /// about `maxBytes` bytes (at least one event), with the wrapped keys they need
     /// (for their seals and their authenticators), each in its travel wrap when it has one.
     /// Events this build cannot read travel as the opaque bytes they arrived as.
+    /// - Parameter skipping: sequences not to send (what was pulled from the receiver itself); the
+    ///   range still covers them, as it covers events its filter leaves out.
     func exportRange(
-        after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max
+        after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max,
+        skipping: [ClosedRange<UInt64>] = []
     ) throws -> EventRange {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
@@ -53,6 +56,10 @@ extension EventLog {
             }
             try txn.scan(dbs.events, from: (start + 1).bigEndianBytes) { key, value in
                 guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
+                if skipping.contains(where: { $0.contains(sequence) }) {
+                    upTo = sequence
+                    return true
+                }
                 let record = try LogRecord(decoding: value, sequence: sequence)
                 switch record.kind {
                 case .anchor, .chainKey:
@@ -118,7 +125,20 @@ extension EventLog {
         _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
         checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
     ) throws -> RangeReceipt {
+        try importRangeReportingAppended(
+            range, keys: keys, verifier: verifier, requireSealedDefaults: requireSealedDefaults, checkpoint: checkpoint, source: source
+        ).receipt
+    }
+
+    /// ``importRange(_:keys:verifier:requireSealedDefaults:checkpoint:source:)``, and the sequences
+    /// its records took in this log (`nil` when it appended none): every one of them came from the
+    /// range's sender, so a replicator need not push them back to it.
+    func importRangeReportingAppended(
+        _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
+        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
+    ) throws -> (receipt: RangeReceipt, appended: ClosedRange<UInt64>?) {
         var committed: [CommittedEvent] = []
+        var appended: ClosedRange<UInt64>?
         let received: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
         // Verified before the write lock is taken (verification needs no transaction), on every core.
         let verdicts = verifier?.verifyAll(range.events, encoded: received)
@@ -227,11 +247,13 @@ extension EventLog {
                 let value = CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded()
                 if try txn.get(dbs.peers, key: checkpoint.key.bytes) != value { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: value) }
             }
+            // Set on every run of this body (a write may run it twice, after growing the map).
+            appended = head.sequence > tip.0 ? (tip.0 + 1)...head.sequence : nil
             return receipt
         }
         if !committed.isEmpty { observers.publish(committed) }
         if receipt.deferred > 0 { schedulePromotion(at: try nextPromotion()) }
-        return receipt
+        return (receipt, appended)
     }
 
     /// What an import does with one event: nothing (apply it), skip it, or quarantine it.

@@ -139,6 +139,7 @@ public actor Replicator {
             expectedChain = nil
         }
         var batches = 0
+        var pulledHere: [ClosedRange<UInt64>] = []  // the sequences this exchange's pulls took here
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
@@ -168,7 +169,18 @@ public actor Replicator {
                 if !passive { remoteWentBack = true }
                 continue
             }
-            report.pulled.add(try await BlockingWork.run { try store.importRange(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source) })
+            let (receipt, appended) = try await BlockingWork.run {
+                try store.importRangeReportingAppended(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source)
+            }
+            report.pulled.add(receipt)
+            // What this peer just sent is never pushed back to it: it holds all of it.
+            if let appended {
+                if let last = pulledHere.last, last.upperBound + 1 == appended.lowerBound {
+                    pulledHere[pulledHere.count - 1] = last.lowerBound...appended.upperBound
+                } else {
+                    pulledHere.append(appended)
+                }
+            }
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if range.reachesHead || range.upTo <= after || range.upTo >= remote.head { break }
@@ -212,8 +224,10 @@ public actor Replicator {
         while true {
             try Task.checkCancellation()
             let after = sent
+            let skipping = pulledHere
             let range = try await BlockingWork.run {
-                try eventLog.exportRange(after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes)
+                try eventLog.exportRange(
+                    after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes, skipping: skipping)
             }
             if !range.events.isEmpty || !range.opaque.isEmpty {
                 pushedAny = true

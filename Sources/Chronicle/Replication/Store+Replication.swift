@@ -52,13 +52,20 @@ extension Store {
     func importRange(
         _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
     ) throws(ChronicleError) -> RangeReceipt {
+        try importRangeReportingAppended(range, checkpoint: checkpoint, source: source, verify: verify).receipt
+    }
+
+    /// An import, and the sequences its records took here (all from the range's sender).
+    func importRangeReportingAppended(
+        _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
+    ) throws(ChronicleError) -> (receipt: RangeReceipt, appended: ClosedRange<UInt64>?) {
         let eventLog = try eventLog
         let keyring = try? crypto.get()
         let screening = try mappingErrors { try keyring?.prepareImport(range) }
             ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
-            try eventLog.importRange(
+            try eventLog.importRangeReportingAppended(
                 range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
                 source: source)
         }
