@@ -18,8 +18,13 @@ import Prometheus
 /// | GET | `/v1/info` | the tenant's relay id, epoch and head |
 /// | GET | `/v1/range?after=N&filter=…&exclude=HEX&max=EVENTS&wait=SECONDS` | a range of the tenant's log; with `wait` (≤ 30), a long-poll: held until another device of the tenant pushes (through any node) or the time is up |
 /// | POST | `/v1/range` | appends a range; JSON receipt after the commit |
-/// | GET | `/healthz` | 200 when the database answers, else 503 (no token) |
-/// | GET | `/metrics` | Prometheus text format (no token) |
+///
+/// On ``operatorEndpoint`` only, never on the public port (they need no token):
+///
+/// | method | path | |
+/// |---|---|---|
+/// | GET | `/healthz` | 200 when the database answers, else 503 |
+/// | GET | `/metrics` | Prometheus text format |
 ///
 /// Statuses: 401 missing, unknown or revoked token; 400 malformed range or query; 413 body over
 /// ``maxBodySize``; 507 the tenant's quota is reached; 503 the database is unavailable (retry).
@@ -37,6 +42,25 @@ public struct HubNode: Sendable {
     /// The most connections one client address may hold at once, checked before any token is
     /// read (0: no limit; set it to 0 or raise it behind a load balancer, which is one address). Default 64.
     public var maxConnectionsPerAddress: Int = 64
+    /// Where `/healthz` and `/metrics` are served: an address of their own (`chronicle hub serve`
+    /// binds loopback by default), never the public port. `nil`: not served.
+    public var operatorEndpoint: OperatorEndpoint?
+
+    /// The address of the operator's endpoints (`/healthz`, `/metrics`).
+    public struct OperatorEndpoint: Sendable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one (`run`'s `onOperatorRunning` says which).
+        public var port: Int
+
+        /// - Parameters:
+        ///   - host: the address to bind (loopback keeps the endpoints on this machine).
+        ///   - port: the port, 0 for any free one.
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
     /// The most bytes of push bodies the node holds at once; a push past it gets 503 with
     /// `Retry-After`. Default 128 MiB.
     public var maxBodyBytesInFlight: Int = 128 << 20
@@ -62,9 +86,11 @@ public struct HubNode: Sendable {
     ///   - port: The port (0 picks a free one; `onRunning` says which).
     ///   - tls: Serve HTTPS with this certificate and key (TLS 1.2 and 1.3, forward-secret suites only).
     ///   - onRunning: Called with the bound port once the node accepts connections.
+    ///   - onOperatorRunning: Called with the bound port of ``operatorEndpoint``.
     public func run(
         host: String, port: Int, tls: ChronicleServer.TLS? = nil, gracefulShutdownSignals: Bool = false,
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onOperatorRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let app = Application(
             router: makeRouter(),
@@ -76,9 +102,17 @@ public struct HubNode: Sendable {
             logger: logger)
         let database = self.database
         let notifier = self.notifier
+        let operatorApp = operatorEndpoint.map { endpoint in
+            Application(
+                router: makeOperatorRouter(),
+                configuration: .init(address: .hostname(endpoint.host, port: endpoint.port), serverName: "chronicle-hub-operator"),
+                onServerRunning: { channel in await onOperatorRunning(channel.localAddress?.port ?? endpoint.port) },
+                logger: logger)
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await database.run() }
             group.addTask { await notifier.listen(database) }
+            if let operatorApp { group.addTask { try await operatorApp.run() } }
             if gracefulShutdownSignals {
                 try await app.runService()
             } else {
@@ -88,17 +122,13 @@ public struct HubNode: Sendable {
         }
     }
 
-    func makeRouter() -> Router<HubContext> {
-        let router = Router(context: HubContext.self)
+    /// `/healthz` and `/metrics`, for ``operatorEndpoint`` only.
+    func makeOperatorRouter() -> Router<BasicRequestContext> {
+        let router = Router()
         let database = self.database
         let metrics = self.metrics
         let notifier = self.notifier
         let logger = self.logger
-        let maxBodySize = self.maxBodySize
-        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
-        let maxWait = Int(maxWait.components.seconds)
-        router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
-
         router.get("healthz") { _, _ -> Response in
             do {
                 try await database.client.query("SELECT 1", logger: logger)
@@ -114,6 +144,19 @@ public struct HubNode: Sendable {
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
         }
+        return router
+    }
+
+    func makeRouter() -> Router<HubContext> {
+        let router = Router(context: HubContext.self)
+        let database = self.database
+        let metrics = self.metrics
+        let notifier = self.notifier
+        let logger = self.logger
+        let maxBodySize = self.maxBodySize
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
+        let maxWait = Int(maxWait.components.seconds)
+        router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
 
         let v1 = router.group("v1").add(middleware: HubTokenMiddleware(database: database, logger: logger))
 

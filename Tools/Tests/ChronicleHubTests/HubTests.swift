@@ -89,9 +89,13 @@ struct HubTests {
                 #expect(try await rawRequest(url.appendingPathComponent("v1/info"), token: alice).status == 401)
             }
             #expect(try await !hub.admin.revokeToken(tenant: second, device: "alice-phone"), "a device of another tenant")
-            #expect(try await rawRequest(hub.urls[0].appendingPathComponent("healthz"), token: nil).status == 200)
-            let metrics = try await rawRequest(hub.urls[0].appendingPathComponent("metrics"), token: nil)
+            #expect(try await rawRequest(hub.operatorURLs[0].appendingPathComponent("healthz"), token: nil).status == 200)
+            let metrics = try await rawRequest(hub.operatorURLs[0].appendingPathComponent("metrics"), token: nil)
             #expect(String(decoding: metrics.body, as: UTF8.self).contains("chronicle_hub_requests_total"))
+            // Never on the public port, where anyone who reaches the hub would read them.
+            for path in ["healthz", "metrics"] {
+                #expect(try await rawRequest(hub.urls[0].appendingPathComponent(path), token: nil).status == 404, "\(path) on the public port")
+            }
         }
     }
 
@@ -278,13 +282,13 @@ struct HubTests {
                 }
                 let result = try await Subprocess.run(
                     .path(FilePath(try chronicleExecutable().path)),
-                    arguments: ["hub", "serve", "--database", url, "--host", "127.0.0.1", "--port", "0"],
+                    arguments: ["hub", "serve", "--database", url, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"],
                     input: .none, output: .sequence, error: .discarded
                 ) { execution in
                     // A guard, not a measurement: a node that never says it serves is killed too.
                     let deadline = Task { try? await Task.sleep(for: .seconds(60)); try? execution.send(signal: .kill) }
                     defer { deadline.cancel() }
-                    for try await line in execution.standardOutput.strings() {
+                    for try await line in execution.standardOutput.strings() where line.hasPrefix("hub serving on") {
                         guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else { continue }
                         let push = Task { try await Replicator(store: stores[0], peers: [.http(URL(string: "http://127.0.0.1:\(port)")!, token: writer)]).sync() }
                         try await Task.sleep(for: .milliseconds(60))

@@ -22,6 +22,8 @@ let hasTestDatabase = testDatabase?.isEmpty == false
 struct HubFixture: Sendable {
     let admin: HubDatabase
     let urls: [URL]
+    /// Where each node serves /healthz and /metrics.
+    let operatorURLs: [URL]
     let nodes: [HubNode]
 
     /// A new tenant of its own (tests run in one database).
@@ -56,20 +58,30 @@ func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) a
     let adminTask = Task { await admin.run() }
     defer { adminTask.cancel() }
     try await admin.migrate()
-    let nodes = try (0..<count).map { _ in HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger) }
+    let nodes = try (0..<count).map { _ in
+        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger)
+        node.operatorEndpoint = .init(host: "127.0.0.1", port: 0)
+        return node
+    }
     let ports = Ports()
+    let operatorPorts = Ports()
     let tasks = nodes.enumerated().map { index, node in
-        Task { try await node.run(host: "127.0.0.1", port: 0) { bound in ports.ports.withLock { $0[index] = bound } } }
+        Task {
+            try await node.run(
+                host: "127.0.0.1", port: 0, onRunning: { bound in ports.ports.withLock { $0[index] = bound } },
+                onOperatorRunning: { bound in operatorPorts.ports.withLock { $0[index] = bound } })
+        }
     }
     defer { for task in tasks { task.cancel() } }
     var waited = 0
-    while ports.ports.withLock({ $0.count }) < count {
+    while ports.ports.withLock({ $0.count }) < count || operatorPorts.ports.withLock({ $0.count }) < count {
         try await Task.sleep(for: .milliseconds(20))
         waited += 1
         if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the hub nodes did not start") }
     }
     let urls = (0..<count).map { index in URL(string: "http://127.0.0.1:\(ports.ports.withLock { $0[index] ?? 0 })")! }
-    return try await body(HubFixture(admin: admin, urls: urls, nodes: nodes))
+    let operatorURLs = (0..<count).map { index in URL(string: "http://127.0.0.1:\(operatorPorts.ports.withLock { $0[index] ?? 0 })")! }
+    return try await body(HubFixture(admin: admin, urls: urls, operatorURLs: operatorURLs, nodes: nodes))
 }
 
 /// Sends a raw request (for checking what the hub refuses).

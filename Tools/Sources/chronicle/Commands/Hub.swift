@@ -77,10 +77,16 @@ extension ChronicleCommand.Hub {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve every tenant over HTTP (stateless: run several behind a load balancer).",
-            discussion: "SIGINT/SIGTERM stop it gracefully. /healthz and /metrics need no token.")
+            discussion: """
+                SIGINT/SIGTERM stop it gracefully. /healthz and /metrics need no token, so they are served
+                on an address of their own (--metrics-host, --metrics-port), loopback by default, never
+                on the public port.
+                """)
         @OptionGroup var database: DatabaseOptions
         @Option(help: "The address to bind.") var host = "127.0.0.1"
         @Option(help: "The port (0: any free one).") var port = 8787
+        @Option(help: "The address of /healthz and /metrics (keep it off the public interface).") var metricsHost = "127.0.0.1"
+        @Option(help: "The port of /healthz and /metrics (0: any free one; -1: do not serve them).") var metricsPort = 9464
         @OptionGroup var server: ServerOptions
 
         func validate() throws {
@@ -93,10 +99,17 @@ extension ChronicleCommand.Hub {
             try await hubDatabase.checkConnection()
             var node = HubNode(database: hubDatabase)
             if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
-            try await node.run(host: host, port: port, tls: server.tls, gracefulShutdownSignals: true) { bound in
-                // Written at once, not buffered: a supervisor reading a pipe sees it now.
-                FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
-            }
+            if metricsPort >= 0 { node.operatorEndpoint = .init(host: metricsHost, port: metricsPort) }
+            let metricsHost = self.metricsHost
+            try await node.run(
+                host: host, port: port, tls: server.tls, gracefulShutdownSignals: true,
+                onRunning: { bound in
+                    // Written at once, not buffered: a supervisor reading a pipe sees it now.
+                    FileHandle.standardOutput.write(Data("hub serving on \(host):\(bound)\n".utf8))
+                },
+                onOperatorRunning: { bound in
+                    FileHandle.standardOutput.write(Data("hub metrics and health on \(metricsHost):\(bound)\n".utf8))
+                })
         }
     }
 
