@@ -36,14 +36,22 @@ extension Store {
         }
     }
 
-    /// The current value of the plain key `name` as JSON, or `nil` when it has
-    /// no value (for tools: `chronicle get`).
-    @_spi(Tools) public func currentValueJSON(forKeyNamed name: String) throws(ChronicleError) -> String? {
+    /// The current value of the key `name` as JSON, or `nil` when it has no value (for tools:
+    /// `chronicle get`). With `secret`, the secret of that name, opened with the store's key.
+    @_spi(Tools) public func currentValueJSON(forKeyNamed name: String, secret: Bool = false) throws(ChronicleError) -> String? {
         try Keys.validate(name: name)
         let eventLog = try eventLog
-        guard let entry = try mappingErrors({ try eventLog.entry(.defaults, name) }), entry.op == .set else { return nil }
-        let payload = try openPayload(entry, key: Keys(name: name, domain: .defaults, sync: entry.policy, formerNames: []))
+        let domain: Domain = secret ? .secrets : .defaults
+        guard let entry = try mappingErrors({ try eventLog.entry(domain, name) }), entry.op == .set else { return nil }
+        let payload = try openPayload(entry, key: Keys(name: name, domain: domain, sync: entry.policy, formerNames: []))
         return ValueCoder.jsonText(encoding: entry.encoding, payload: payload)
+    }
+
+    /// Whether the secret `name` has a value (read without its key: the entry, not the value).
+    @_spi(Tools) public func hasSecret(named name: String) throws(ChronicleError) -> Bool {
+        try Keys.validate(name: name)
+        let eventLog = try eventLog
+        return try mappingErrors { try eventLog.entry(.secrets, name) }?.op == .set
     }
 
     /// Sets the plain key `name` from text (for tools: `chronicle set`).
@@ -60,33 +68,37 @@ extension Store {
     ///   - kind: the type to store; `nil` guesses from the text as above.
     ///   - policy: the sync policy; default: the key's current policy, else ``SyncPolicy/never``.
     ///     A tool never widens a key's policy by accident: a wider one must be asked for.
+    ///   - secret: set the secret of that name, sealed with the store's key.
     @_spi(Tools) public func setValue(
-        fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil
+        fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil, secret: Bool = false
     ) throws(ChronicleError) {
+        let domain: Domain = secret ? .secrets : .defaults
         try Keys.validate(name: name)
         var (encoding, payload) = ValueCoder.encodeText(text)
         if let kind { (encoding, payload) = try ValueCoder.encodeText(text, as: kind) }
         guard payload.count <= configuration.maxValueSize else {
             throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
         }
-        let existing = try mappingErrors { try eventLog.entry(.defaults, name) }
-        let key = Keys(name: name, domain: .defaults, sync: policy ?? existing?.policy ?? .never, formerNames: [])
+        let existing = try mappingErrors { try eventLog.entry(domain, name) }
+        let key = Keys(name: name, domain: domain, sync: policy ?? existing?.policy ?? .never, formerNames: [])
         try commit([
             PendingChange(
-                domain: .defaults, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
-                sealer: try sealer(for: .defaults))
+                domain: domain, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
+                sealer: try sealer(for: domain))
         ])
     }
 
     /// Removes the plain key `name` (for tools: `chronicle rm`) when it has a value here.
     /// - Returns: `false`, writing nothing, when the key has no value in this store (never set,
     ///   or removed already): a tombstone for it would stay in the log for good.
+    /// - Parameter secret: remove the secret of that name.
     @_spi(Tools) @discardableResult
-    public func removeValue(forKeyNamed name: String) throws(ChronicleError) -> Bool {
+    public func removeValue(forKeyNamed name: String, secret: Bool = false) throws(ChronicleError) -> Bool {
         try Keys.validate(name: name)
         let eventLog = try eventLog
-        guard let existing = try mappingErrors({ try eventLog.entry(.defaults, name) }), existing.op == .set else { return false }
-        try commit([removal(of: Keys(name: name, domain: .defaults, sync: existing.policy, formerNames: []))])
+        let domain: Domain = secret ? .secrets : .defaults
+        guard let existing = try mappingErrors({ try eventLog.entry(domain, name) }), existing.op == .set else { return false }
+        try commit([removal(of: Keys(name: name, domain: domain, sync: existing.policy, formerNames: []))])
         return true
     }
 }

@@ -14,9 +14,10 @@ extension ChronicleCommand {
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "The key name.") var key: String
+        @Flag(help: "Remove the secret of this name.") var secret = false
 
         func run() throws {
-            guard try options.openExisting().removeValue(forKeyNamed: key) else {
+            guard try options.openExisting().removeValue(forKeyNamed: key, secret: secret) else {
                 printError("\(terminalSafe(key)): no value here; nothing removed")
                 throw ExitCode.noSuchKey
             }

@@ -14,7 +14,7 @@ extension ChronicleCommand {
 
                 Examples:
                   chronicle set settings.theme dark --store ./store
-                  chronicle set api.token - --store ./store < token.txt
+                  chronicle set --secret api.token - --store ./store < token.txt
                   chronicle set volume 1 --type double --store ./store
                   chronicle set lastSync 2026-11-22T09:30:00Z --type date --store ./store
 
@@ -22,7 +22,8 @@ extension ChronicleCommand {
                 date, url, data as base64, json); what `chronicle get` prints sets the same value back.
 
                 The key keeps the sync policy it has; a new key stays on this device unless --sync
-                (never, manual, automaticSmall) says otherwise.
+                (never, manual, automaticSmall) says otherwise. --secret seals the value with the store's
+                key (an app reads it through a SecretKey); give a secret as - so it never appears in `ps`.
                 """)
 
         @OptionGroup var options: StoreOptions
@@ -30,6 +31,7 @@ extension ChronicleCommand {
         @Argument(help: "The value: JSON (true, 3, 2.5, \"x\", {...}), else a string; - reads it from standard input.") var value: String
         @Option(help: "Store the value as this type: \(ValueKind.allCases.map(\.rawValue).joined(separator: ", ")).") var type: ValueKind?
         @Option(help: "The key's sync policy: never, manual, automaticSmall; default: the policy it has, else never.") var sync: String?
+        @Flag(help: "Set the secret of this name, sealed with the store's key.") var secret = false
 
         func validate() throws {
             if let sync, !SyncPolicy.allCases.contains(where: { $0.description == sync }) {
@@ -45,7 +47,7 @@ extension ChronicleCommand {
                 if text.hasSuffix("\n") { text.removeLast() }  // the newline `echo` or a file adds
             }
             let policy = SyncPolicy.allCases.first { $0.description == sync }
-            try options.open().setValue(fromText: text, forKeyNamed: key, as: type, policy: policy)
+            try options.open().setValue(fromText: text, forKeyNamed: key, as: type, policy: policy, secret: secret)
         }
     }
 }
