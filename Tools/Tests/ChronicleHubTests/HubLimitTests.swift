@@ -50,6 +50,16 @@ extension HubTests {
             #expect(first.maxEvents == 1_000_000 && first.maxBytes == 1 << 30)
             let second = try #require(tenants.first { $0.name == unlimited })
             #expect(second.maxEvents == nil && second.maxBytes == nil)
+            // The same through `tenant list --json`: one object per tenant, no limit as no field.
+            let list = try await runChronicle(["hub", "tenant", "list", "--json"], environment: ["CHRONICLE_HUB_DATABASE": url])
+            #expect(list.status == 0, "\(list.stderr)")
+            let objects = try list.stdout.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            let listed = try #require(objects.first { $0["tenant"] as? String == limited })
+            #expect((listed["maxEvents"] as? NSNumber)?.intValue == 1_000_000)
+            let open = try #require(objects.first { $0["tenant"] as? String == unlimited })
+            #expect(open["maxEvents"] == nil && (open["devices"] as? NSNumber)?.intValue == 0)
         }
     }
 

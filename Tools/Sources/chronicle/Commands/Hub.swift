@@ -147,9 +147,19 @@ extension ChronicleCommand.Hub {
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "List the tenants: devices, events, bytes, quotas.")
             @OptionGroup var database: DatabaseOptions
+            @Flag(help: "JSON Lines: one tenant per line.") var json = false
 
             func run() async throws {
                 let tenants = try await database.with { try await $0.tenants() }
+                if json {
+                    for tenant in tenants {
+                        printJSONLine([
+                            "tenant": tenant.name, "devices": tenant.devices, "events": tenant.events, "bytes": tenant.bytes,
+                            "maxEvents": tenant.maxEvents, "maxBytes": tenant.maxBytes,
+                        ])
+                    }
+                    return
+                }
                 print("tenant\tdevices\tevents\tbytes\tmax events\tmax bytes")
                 for tenant in tenants {
                     print(
@@ -240,10 +250,15 @@ extension ChronicleCommand.Hub {
             static let configuration = CommandConfiguration(abstract: "Count a tenant's wrapped-key records per device that pushed them.")
             @OptionGroup var database: DatabaseOptions
             @Option(help: "The tenant.") var tenant: String
+            @Flag(help: "JSON Lines: one device per line.") var json = false
 
             func run() async throws {
                 let tenant = tenant
                 let counts = try await database.with { try await $0.keyCounts(tenant: tenant) }
+                if json {
+                    for (device, keys) in counts { printJSONLine(["device": device.isEmpty ? nil : device, "keys": keys]) }
+                    return
+                }
                 print("device\tkeys")
                 for (device, keys) in counts { print("\(device.isEmpty ? "-" : terminalSafe(device))\t\(keys)") }
             }

@@ -4,12 +4,25 @@ import Foundation
 
 extension ChronicleCommand {
     struct Stats: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Sizes and counts.", discussion: "Example: chronicle stats --store ./store")
+        static let configuration = CommandConfiguration(
+            abstract: "Sizes and counts.", discussion: "Examples:\n  chronicle stats --store ./store\n  chronicle stats --json --store ./store")
 
         @OptionGroup var options: StoreOptions
+        @Flag(help: "One JSON object.") var json = false
 
         func run() throws {
             let stats = try options.openExisting().statistics()
+            if json {
+                printJSONLine([
+                    "replica": stats.replicaID.hex, "epoch": stats.epoch, "head": stats.head, "records": stats.records,
+                    "defaultsKeys": stats.defaultsKeys, "secretKeys": stats.secretKeys, "knownEventIDs": stats.dots,
+                    "heldByDriftGuard": stats.deferred, "checkpoints": stats.checkpoints, "dataKeys": stats.dataKeys,
+                    "quarantined": stats.quarantined, "relayOnly": stats.relayOnly, "relayOnlyBytes": stats.relayOnlyBytes,
+                    "relayOnlyBySource": stats.relayOnlyBySource, "bytesInUse": stats.usedBytes, "fileBytes": stats.fileBytes,
+                    "mapSize": stats.mapSize,
+                ])
+                return
+            }
             printTable([
                 ["replica", stats.replicaID.hex], ["epoch", stats.epoch], ["head sequence", "\(stats.head)"],
                 ["log records", "\(stats.records)"], ["keys (defaults)", "\(stats.defaultsKeys)"], ["keys (secrets)", "\(stats.secretKeys)"],

@@ -18,6 +18,7 @@ extension ChronicleCommand {
         @OptionGroup var tokenOptions: TokenOptions
         @Option(help: ArgumentHelp("Trust these PEM certificate authorities (a self-signed server).", valueName: "FILE")) var ca: String?
         @Flag(help: "Allow http:// to another machine (the token and every value cross the network in the clear).") var insecure = false
+        @Flag(help: "One JSON object with the counts.") var json = false
 
         func validate() throws {
             guard let url = URL(string: peer), ["http", "https"].contains(url.scheme ?? "") else {
@@ -36,6 +37,13 @@ extension ChronicleCommand {
                 store: store, peers: [.http(url, token: secret, trustedCertificates: ca.map { URL(fileURLWithPath: $0) }, allowingInsecureHTTP: insecure)], configuration: configuration)
             let report = try await replicator.sync()
             progress.finish()
+            if json {
+                printJSONLine([
+                    "sent": report.sent, "received": report.received, "applied": report.applied, "duplicates": report.duplicates,
+                    "deferred": report.deferred, "quarantined": report.quarantined, "refusedByPeer": report.refusedByPeers,
+                ])
+                return
+            }
             print(
                 "sent \(report.sent), received \(report.received), applied \(report.applied), duplicates \(report.duplicates), "
                     + "deferred \(report.deferred), quarantined \(report.quarantined), refused by the peer \(report.refusedByPeers)")

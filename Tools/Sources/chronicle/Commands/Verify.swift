@@ -14,11 +14,20 @@ extension ChronicleCommand {
                 """)
 
         @OptionGroup var options: StoreOptions
+        @Flag(help: "One JSON object: sound, records, keys and, when not sound, firstBadSequence and problem.") var json = false
 
         func run() throws {
             let progress = ProgressLine(label: "verify")
             let report = try options.openExisting().verify { done, total in progress.update(done, of: total) }
             progress.finish()
+            if json {
+                printJSONLine([
+                    "sound": report.isSound, "records": report.records, "keys": report.keys,
+                    "firstBadSequence": report.firstBadSequence, "problem": report.firstProblem.map { "\($0)" },
+                ])
+                if !report.isSound { throw ExitCode(1) }
+                return
+            }
             if report.isSound {
                 print(report.description)
             } else {

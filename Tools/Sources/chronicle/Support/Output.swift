@@ -61,3 +61,16 @@ func jsonSafe(_ json: String) -> String {
     }
     return safe
 }
+
+/// Prints `object` as one JSON line (keys sorted), safe for a terminal: what every `--json`
+/// that prints one object per command or per row uses.
+func printJSONLine(_ object: [String: Any?]) {
+    let present = object.compactMapValues { $0 }
+    guard JSONSerialization.isValidJSONObject(present),
+        let data = try? JSONSerialization.data(withJSONObject: present, options: [.sortedKeys, .withoutEscapingSlashes])
+    else {
+        printError("internal error: a value that JSON cannot hold")
+        return
+    }
+    print(jsonSafe(String(decoding: data, as: UTF8.self)))
+}
