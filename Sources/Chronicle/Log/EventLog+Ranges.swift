@@ -37,8 +37,8 @@ extension EventLog {
     /// about `maxBytes` bytes (at least one event), with the wrapped keys they need
     /// (for their seals and their authenticators), each in its travel wrap when it has one.
     /// Events this build cannot read travel as the opaque bytes they arrived as.
-    /// - Parameter skipping: sequences not to send (what was pulled from the receiver itself); the
-    ///   range still covers them, as it covers events its filter leaves out.
+    /// - Parameter skipping: sequences not to send (what was pulled from the receiver itself),
+    ///   ascending and disjoint; the range still covers them, as it covers events its filter leaves out.
     func exportRange(
         after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max,
         skipping: [ClosedRange<UInt64>] = []
@@ -51,12 +51,15 @@ extension EventLog {
             var keyIDs: [KeyID] = []
             var bytes = 0
             var upTo = start
+            var window = 0  // the first window of `skipping` not wholly before the record scanned
             func full(_ size: Int) -> Bool {
                 events.count + opaque.count > 0 && (events.count + opaque.count >= maxEvents || bytes + size > maxBytes)
             }
             try txn.scan(dbs.events, from: (start + 1).bigEndianBytes) { key, value in
                 guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
-                if skipping.contains(where: { $0.contains(sequence) }) {
+                // The scan is ascending, so one cursor walks the windows (no search per record).
+                while window < skipping.count, skipping[window].upperBound < sequence { window += 1 }
+                if window < skipping.count, skipping[window].contains(sequence) {
                     upTo = sequence
                     return true
                 }
@@ -125,25 +128,27 @@ extension EventLog {
         _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
         checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
     ) throws -> RangeReceipt {
-        try importRangeReportingAppended(
+        try importRangeReportingReceived(
             range, keys: keys, verifier: verifier, requireSealedDefaults: requireSealedDefaults, checkpoint: checkpoint, source: source
         ).receipt
     }
 
-    /// ``importRange(_:keys:verifier:requireSealedDefaults:checkpoint:source:)``, and the sequences
-    /// its records took in this log (`nil` when it appended none): every one of them came from the
-    /// range's sender, so a replicator need not push them back to it.
-    func importRangeReportingAppended(
+    /// ``importRange(_:keys:verifier:requireSealedDefaults:checkpoint:source:)``, and the
+    /// sequences its own items took in this log, ascending and coalesced: the range's sender holds
+    /// every one of them, so a replicator need not push them back to it. Items the import let out
+    /// of the quarantine (which came from whoever sent them before) are not among them.
+    func importRangeReportingReceived(
         _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
         checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
-    ) throws -> (receipt: RangeReceipt, appended: ClosedRange<UInt64>?) {
+    ) throws -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
         var committed: [CommittedEvent] = []
-        var appended: ClosedRange<UInt64>?
+        var fromRange: [UInt64] = []
         let received: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
         // Verified before the write lock is taken (verification needs no transaction), on every core.
         let verdicts = verifier?.verifyAll(range.events, encoded: received)
         let receipt = try environment.write { txn in
             committed = []
+            fromRange = []  // a write may run its body twice, after growing the map
             var receipt = RangeReceipt()
             receipt.received = range.events.count + range.opaque.count
             var head = try LogHead.read(txn, dbs)
@@ -195,6 +200,7 @@ extension EventLog {
                         }
                         if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: bytes, reason: detail), txn, &head) {
                             receipt.opaque += 1
+                            if index < range.events.count { fromRange.append(head.sequence) }
                         } else {
                             receipt.duplicates += 1
                         }
@@ -213,9 +219,10 @@ extension EventLog {
                     receipt.deferred += 1
                 }
                 receipt.applied += 1
+                if index < range.events.count { fromRange.append(sequence) }
                 committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
             }
-            for item in opaqueItems {
+            for (offset, item) in opaqueItems.enumerated() {
                 if item.counter > Event.maxCounter || item.origin == writer {
                     let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
                     try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, &space, txn)
@@ -236,7 +243,12 @@ extension EventLog {
                 }
                 // An opaque event claims no identity: it is deduplicated by its bytes, so a carrier's
                 // "newer format" squat can never stand in the way of a member's real event.
-                if try appendOpaque(item, txn, &head) { receipt.opaque += 1 } else { receipt.duplicates += 1 }
+                if try appendOpaque(item, txn, &head) {
+                    receipt.opaque += 1
+                    if offset < range.opaque.count { fromRange.append(head.sequence) }
+                } else {
+                    receipt.duplicates += 1
+                }
             }
             // A range that brings nothing new writes nothing (the transaction then commits nothing):
             // an idle automatic pull must not make a durable commit every round.
@@ -247,13 +259,24 @@ extension EventLog {
                 let value = CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded()
                 if try txn.get(dbs.peers, key: checkpoint.key.bytes) != value { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: value) }
             }
-            // Set on every run of this body (a write may run it twice, after growing the map).
-            appended = head.sequence > tip.0 ? (tip.0 + 1)...head.sequence : nil
             return receipt
         }
         if !committed.isEmpty { observers.publish(committed) }
         if receipt.deferred > 0 { schedulePromotion(at: try nextPromotion()) }
-        return (receipt, appended)
+        return (receipt, Self.coalesced(fromRange.sorted()))
+    }
+
+    /// Ascending sequences as the fewest closed ranges.
+    static func coalesced(_ sequences: [UInt64]) -> [ClosedRange<UInt64>] {
+        var ranges: [ClosedRange<UInt64>] = []
+        for sequence in sequences {
+            if let last = ranges.last, last.upperBound &+ 1 == sequence {
+                ranges[ranges.count - 1] = last.lowerBound...sequence
+            } else if ranges.last?.contains(sequence) != true {
+                ranges.append(sequence...sequence)
+            }
+        }
+        return ranges
     }
 
     /// What an import does with one event: nothing (apply it), skip it, or quarantine it.

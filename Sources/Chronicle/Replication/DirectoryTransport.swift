@@ -160,6 +160,11 @@ public struct DirectoryTransport: SyncTransport {
         return (try? rangeFiles())?.last { $0.name.contains(marker) }.map { GenericHash.hash(Array($0.name.utf8)) }
     }
 
+    /// The digest of the newest file's name, whoever wrote it (`nil`: none).
+    func newestFileDigest() -> [UInt8]? {
+        (try? rangeFiles())?.last.map { GenericHash.hash(Array($0.name.utf8)) }
+    }
+
     /// Whether a file whose name has `digest` (see ``newestFileDigest(from:)``) is still here.
     func holdsFile(digest: [UInt8]) -> Bool {
         (try? rangeFiles())?.contains { GenericHash.hash(Array($0.name.utf8)) == digest } ?? false

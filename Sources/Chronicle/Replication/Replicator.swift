@@ -130,6 +130,7 @@ public actor Replicator {
         // began (later changes wait for the next sync), starts over at most a few times, and
         // runs at most `maxPullBatches` batches.
         var restarts = 0
+        var pulledHere: [ClosedRange<UInt64>] = []  // the sequences this exchange's pulls took here
         func startOver() throws {
             restarts += 1
             guard restarts <= Self.maxRestarts else {
@@ -137,9 +138,10 @@ public actor Replicator {
             }
             after = 0
             expectedChain = nil
+            // The remote's log changed under this sync: what it sent before may be gone from it.
+            pulledHere = []
         }
         var batches = 0
-        var pulledHere: [ClosedRange<UInt64>] = []  // the sequences this exchange's pulls took here
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
@@ -169,16 +171,17 @@ public actor Replicator {
                 if !passive { remoteWentBack = true }
                 continue
             }
-            let (receipt, appended) = try await BlockingWork.run {
-                try store.importRangeReportingAppended(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source)
+            let (receipt, received) = try await BlockingWork.run {
+                try store.importRangeReportingReceived(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source)
             }
             report.pulled.add(receipt)
-            // What this peer just sent is never pushed back to it: it holds all of it.
-            if let appended {
-                if let last = pulledHere.last, last.upperBound + 1 == appended.lowerBound {
-                    pulledHere[pulledHere.count - 1] = last.lowerBound...appended.upperBound
+            // What this peer just sent is never pushed back to it: it holds all of it. (Later
+            // imports take later sequences, so the windows stay ascending.)
+            for window in received {
+                if let last = pulledHere.last, last.upperBound &+ 1 == window.lowerBound {
+                    pulledHere[pulledHere.count - 1] = last.lowerBound...window.upperBound
                 } else {
-                    pulledHere.append(appended)
+                    pulledHere.append(window)
                 }
             }
             report.batches += 1
@@ -224,7 +227,7 @@ public actor Replicator {
         while true {
             try Task.checkCancellation()
             let after = sent
-            let skipping = pulledHere
+            let skipping = wentBack ? [] : pulledHere  // a remote that went back gets everything again
             let range = try await BlockingWork.run {
                 try eventLog.exportRange(
                     after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes, skipping: skipping)
@@ -243,9 +246,13 @@ public actor Replicator {
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }
-        if pushedAny, passive, let mailbox = peer.transport as? DirectoryTransport {
+        // The mark of what this device relies on the mailbox holding: its newest file, or, when it
+        // sent nothing because everything new came from the mailbox, the newest file it pulled.
+        // If the mailbox loses it (restored from an older backup), the next sync pushes everything.
+        if pushedAny || !pulledHere.isEmpty, passive, let mailbox = peer.transport as? DirectoryTransport {
             let replicaID = local.replicaID
-            if let digest = try await BlockingWork.run({ mailbox.newestFileDigest(from: replicaID) }) {
+            let own = pushedAny
+            if let digest = try await BlockingWork.run({ own ? mailbox.newestFileDigest(from: replicaID) : mailbox.newestFileDigest() }) {
                 try await BlockingWork.run {
                     var mark = try eventLog.checkpoint(pushKey)
                     mark.remoteHead = 0

@@ -52,20 +52,20 @@ extension Store {
     func importRange(
         _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
     ) throws(ChronicleError) -> RangeReceipt {
-        try importRangeReportingAppended(range, checkpoint: checkpoint, source: source, verify: verify).receipt
+        try importRangeReportingReceived(range, checkpoint: checkpoint, source: source, verify: verify).receipt
     }
 
-    /// An import, and the sequences its records took here (all from the range's sender).
-    func importRangeReportingAppended(
+    /// An import, and the sequences the range's own items took here (its sender holds them all).
+    func importRangeReportingReceived(
         _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
-    ) throws(ChronicleError) -> (receipt: RangeReceipt, appended: ClosedRange<UInt64>?) {
+    ) throws(ChronicleError) -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
         let eventLog = try eventLog
         let keyring = try? crypto.get()
         let screening = try mappingErrors { try keyring?.prepareImport(range) }
             ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
-            try eventLog.importRangeReportingAppended(
+            try eventLog.importRangeReportingReceived(
                 range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
                 source: source)
         }

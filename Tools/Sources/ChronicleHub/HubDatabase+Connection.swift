@@ -33,13 +33,16 @@ extension HubDatabase {
     /// A database error as an operator reads it: the server, the cause, the next step; `nil`
     /// for an error that is not the database's.
     public static func describe(_ error: any Error) -> String? {
-        guard error is PSQLError || error is PostgresTransactionError || "\(type(of: error))".contains("ConnectionPoolError") else {
+        guard error is PSQLError || error is PostgresTransactionError || error is HubDatabaseUnavailable
+            || "\(type(of: error))".contains("ConnectionPoolError")
+        else {
             return nil
         }
         return describe(error, at: nil)
     }
 
     static func describe(_ error: any Error, at target: Target?) -> String {
+        if let error = error as? HubDatabaseUnavailable { return error.reason }
         let server = target.map { "the hub's database at \($0.host):\($0.port)" } ?? "the hub's database"
         if let error = error as? PostgresTransactionError, let inner = error.closureError ?? error.beginError ?? error.commitError {
             return describe(inner, at: target)

@@ -4,11 +4,11 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Review of f52a033 ("Never push back what was pulled from the same peer"): attacks on the
-/// push-phase `skipping:` windows.
-struct EchoReviewScratchTests {
-    static func key(_ name: String) -> Key<String> { Key<String>("review.\(name)", default: "", sync: .manual) }
-    static func auto(_ i: Int) -> Key<Int> { Key<Int>("review.auto.\(i)", default: 0, sync: .automaticSmall) }
+/// What a device leaves out of a push because the peer sent it must be exactly what that peer
+/// holds: never an event released from the quarantine, never what a peer lost when it rolled
+/// back, and a mailbox restored from a backup is refilled even by a device that only reads.
+struct EchoFreeReplicationEdgeTests {
+    static func key(_ name: String) -> Key<String> { Key<String>("edge.\(name)", default: "", sync: .manual) }
 
     /// Counts what is pushed through a transport; optionally runs `beforePull` before each
     /// pull-phase pull (a pull that leaves out an origin).
@@ -36,15 +36,15 @@ struct EchoReviewScratchTests {
         }
     }
 
-    // MARK: 1a. Released quarantine items land in another peer's window
+    // MARK: Released quarantine items are not the sender's
 
     /// Six members' keys arrive in one batch from relay A: four are derived, two wait for the
     /// next import (the derivation budget), and their events wait for their keys. The next
     /// import is the (empty) pull from relay B: it derives the waiting keys and releases the
-    /// events, which come from A, into B's window, so they are never pushed to B. A device that
-    /// syncs only through B never sees them.
-    @Test func eventsReleasedFromTheQuarantineDuringAnotherPeersPullAreNeverPushedToIt() async throws {
-        let directories = (0..<9).map { _ in temporaryDirectory() }
+    /// events, which came from A, not from B, so they are pushed to B, and a device that syncs
+    /// only through B gets all six.
+    @Test func eventsReleasedFromTheQuarantineDuringAnotherPeersPullArePushedToIt() async throws {
+        let directories = (0..<10).map { _ in temporaryDirectory() }
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
         var relayConfiguration = Store.Configuration()
         relayConfiguration.travelKeyCost = .minimumForTesting  // the members' (test) travel cost
@@ -59,22 +59,25 @@ struct EchoReviewScratchTests {
         let report = try await Replicator(store: device, peers: [.store(relayA), .store(relayB)]).sync()
         _ = try await Replicator(store: device, peers: [.store(relayA), .store(relayB)]).sync()
         let held = (0..<6).filter { device[Self.key("m\($0)")] == "from member \($0)" }
-        print("DEBUG report", report.peers.map { ($0.pulled.applied, $0.pulled.quarantined, $0.pulled.keys, $0.sent) })
-        print("DEBUG quarantine", try device.quarantinedItems().map { "\($0.reason) \($0.kind)" })
-        print("DEBUG relayA", (0..<6).map { relayA[Self.key("m\($0)")] })
         #expect(held.count == 6, "the device holds \(held)")
         let atB = try (0..<6).filter { i in
             try relayB.history(of: Self.key("m\(i)")).isEmpty == false
         }
         #expect(atB.count == 6, "relay B holds only \(atB) of the six; pushed to B: \(report.peers.map { ($0.peer, $0.sent) })")
+        // A member that syncs only through B never sees the two.
+        let other = try Store(directory: directories[9], configuration: passphraseConfiguration("the group"))
+        // Six new keys: four derivations per batch, the rest on the next sync (the derivation budget).
+        _ = try await Replicator(store: other, peers: [.store(relayB)]).sync()
+        _ = try await Replicator(store: other, peers: [.store(relayB)]).sync()
+        let seen = (0..<6).filter { other[Self.key("m\($0)")] == "from member \($0)" }
+        #expect(seen.count == 6, "a member behind B sees only \(seen)")
     }
 
-    // MARK: 1b. The peer rolls back between two pull batches
+    // MARK: A peer that rolls back between two pull batches
 
     /// A peer (non-passive) that is rolled back between two batches of one pull: the first batch
-    /// came from the log it lost. The exchange notices (startOver, remoteWentBack) and pushes
-    /// from 0, but still skips the first batch's window, so the peer never gets back the event
-    /// it lost, and the push checkpoint moves past it for good.
+    /// came from the log it lost. The exchange notices (it starts over and pushes from 0) and
+    /// forgets what that batch brought, so the event the peer lost is pushed back to it.
     final class RolledBackPeer: SyncTransport, @unchecked Sendable {
         let id = ReplicaID.random()
         let epoch = LogEpoch.random()
@@ -114,7 +117,7 @@ struct EchoReviewScratchTests {
         }
     }
 
-    @Test func aPeerRolledBackBetweenTwoPullBatchesNeverGetsTheLostEventBack() async throws {
+    @Test func aPeerRolledBackBetweenTwoPullBatchesGetsTheLostEventBack() async throws {
         try await withTemporaryStores(2) { stores in
             let (source, device) = (stores[0], stores[1])
             try source.set("lost by the peer", for: Self.key("lost"))
@@ -129,36 +132,12 @@ struct EchoReviewScratchTests {
             _ = try await replicator.sync()
             #expect(device[Self.key("lost")] == "lost by the peer")
             let pushed = peer.state.withLock { $0.pushed.map(\.key) }
-            #expect(pushed.contains("review.own"), "its own event went up: \(pushed)")
-            #expect(pushed.contains("review.lost"), "the event the peer lost was never pushed back: pushed \(pushed)")
+            #expect(pushed.contains("edge.own"), "its own event went up: \(pushed)")
+            #expect(pushed.contains("edge.lost"), "the event the peer lost was never pushed back: pushed \(pushed)")
         }
     }
 
-    // MARK: 3. Mixed modes still echo
-
-    /// `sync()` pulls, then automatic mode runs: the automatic push (its own checkpoint) sends
-    /// back everything `sync()` pulled from the same relay.
-    @Test func automaticModeAfterASyncEchoesWhatTheSyncPulled() async throws {
-        try await withTemporaryStores(3) { stores in
-            let (writer, relay, device) = (stores[0], stores[1], stores[2])
-            try writer.write { batch in for i in 0..<10 { batch[Self.auto(i)] = i } }
-            _ = try await Replicator(store: writer, peers: [.store(relay)]).sync()
-            let spy = Spy(StoreTransport(store: relay))
-            let peer = Peer(name: "relay", transport: spy)
-            let pulled = try await Replicator(store: device, peers: [peer]).sync()
-            #expect(pulled.sent == 0)
-            var configuration = Replicator.Configuration()
-            configuration.pullInterval = .milliseconds(100)
-            let automatic = Replicator(store: device, peers: [peer], configuration: configuration)
-            await automatic.start()
-            try await Task.sleep(for: .seconds(2))
-            await automatic.stop()
-            let echoed = spy.pushed.withLock { $0.count }
-            #expect(echoed == 0, "automatic mode pushed \(echoed) events back to the relay they came from")
-        }
-    }
-
-    // MARK: Held: compaction between the pull and the push
+    // MARK: Compaction between the pull and the push
 
     /// The device compacts (renumbering its log) between two pull batches; the stale windows are
     /// applied to the new numbering during that push, but the push writes under the old epoch's
@@ -188,6 +167,74 @@ struct EchoReviewScratchTests {
             for i in 0..<4 { #expect(relay[Self.key("o\(i)")] == "o\(i)") }
             #expect(relay[Self.key("churn")] == "v5")
             for i in 0..<4 { #expect(device[Self.key("w\(i)")] == "w\(i)") }
+        }
+    }
+
+    // MARK: A mailbox restored from a backup, seen by a device that only reads
+
+    /// A writer pushes to a mailbox and retires. A reader pulls everything and pushes nothing back;
+    /// it marks the newest file it pulled. The folder is restored from an older backup (here:
+    /// empty): the mark is gone, so the reader pushes its whole log again and a new device gets it.
+    @Test func aMailboxRestoredFromABackupIsRefilledByAReader() async throws {
+        try await withTemporaryStores(3) { stores in
+            let (writer, reader, newcomer) = (stores[0], stores[1], stores[2])
+            let folder = temporaryStoreDirectory()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try writer.write { batch in for i in 0..<3 { batch[Self.key("y\(i)")] = "y\(i)" } }
+            _ = try await Replicator(store: writer, peers: [.directory(folder)]).sync()
+            _ = try await Replicator(store: reader, peers: [.directory(folder)]).sync()
+            #expect(reader[Self.key("y2")] == "y2")
+            // Restored from a backup taken before the writer's file (or pruned down to nothing).
+            let ranges = folder.appendingPathComponent("ranges")
+            for file in try FileManager.default.contentsOfDirectory(at: ranges, includingPropertiesForKeys: nil) {
+                try FileManager.default.removeItem(at: file)
+            }
+            for _ in 0..<2 { _ = try await Replicator(store: reader, peers: [.directory(folder)]).sync() }
+            _ = try await Replicator(store: newcomer, peers: [.directory(folder)]).sync()
+            #expect(newcomer[Self.key("y2")] == "y2", "the reader holds the writer's events but never put them back")
+        }
+    }
+
+    // MARK: A hostile peer echoing the device's own events
+
+    /// A peer that serves the device's own events back (and a forgery under its current writer)
+    /// makes nothing of the device's own skipped: they are duplicates or rejected, never appended.
+    final class EchoingPeer: SyncTransport, @unchecked Sendable {
+        let id = ReplicaID.random()
+        let epoch = LogEpoch.random()
+        let served: [Event]
+        let pushed = Mutex<[Event]>([])
+        init(served: [Event]) { self.served = served }
+        func info() async throws -> ReplicaInfo {
+            ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: EventRange.protocolVersion, head: 1, writer: .random())
+        }
+        func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+            let events = after == 0 && origin != nil ? served : []
+            let start = min(after, 1)
+            return Data(EventRange(source: id, epoch: epoch, after: start, upTo: 1, head: 1, keys: [], events: events).encoded())
+        }
+        func push(_ range: Data) async throws -> RangeReceipt {
+            let events = try EventRange(decoding: Array(range)).events
+            pushed.withLock { $0 += events }
+            return RangeReceipt()
+        }
+    }
+
+    @Test func aPeerEchoingTheDevicesOwnEventsCannotMakeItWithholdThem() async throws {
+        try await withTemporaryStore { device, _ in
+            try device.set("a", for: Self.key("a"))
+            try device.set("b", for: Self.key("b"))
+            var own = try EventRange(decoding: Array(try device.exportRange(after: 0))).events
+            var forged = own[0]
+            forged.counter += 10
+            forged.payload = Array("x".utf8)
+            own.append(forged)
+            try device.set("c", for: Self.key("c"))
+            let peer = EchoingPeer(served: own)
+            let report = try await Replicator(store: device, peers: [Peer(name: "echo", transport: peer)]).sync()
+            #expect(report.peers.first?.pulled.applied == 0)
+            let pushed = Set(peer.pushed.withLock { $0.map(\.key) })
+            #expect(pushed == ["edge.a", "edge.b", "edge.c"], "pushed \(pushed)")
         }
     }
 }
