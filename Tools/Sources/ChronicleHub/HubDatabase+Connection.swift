@@ -9,6 +9,9 @@ public struct HubDatabaseUnavailable: Error, CustomStringConvertible {
     /// What went wrong and what to do, in one line.
     public let reason: String
     public var description: String { reason }
+
+    /// - Parameter reason: what went wrong and what to do, in one line.
+    public init(reason: String) { self.reason = reason }
 }
 
 extension HubDatabase {

@@ -42,19 +42,9 @@ struct HubDatabaseConnectionTests {
 
     /// A database without the hub's tables: the error says to run `chronicle hub migrate`.
     @Test func aDatabaseWithoutTheHubsTables() async throws {
-        let base = try #require(testDatabase)
-        let name = "empty_\(UUID().uuidString.prefix(8).lowercased())"
-        let url = try #require(URLComponents(string: base))
-        let configuration = PostgresConnection.Configuration(
-            host: try #require(url.host), port: url.port ?? 5432, username: try #require(url.user), password: nil, database: "postgres", tls: .disable)
-        let logger = Logger(label: "test")
-        let admin = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
-        try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
-        do {
-            let result = try await Self.refusal(base.replacingOccurrences(of: "/postgres", with: "/\(name)"))
+        try await withEmptyDatabase { url in
+            let result = try await Self.refusal(url)
             #expect(result.stderr.contains("run `chronicle hub migrate` first"), "\(result.stderr)")
         }
-        try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name)"), logger: logger)
-        try await admin.close()
     }
 }

@@ -99,3 +99,24 @@ func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Dat
 final class Ports: Sendable {
     let ports = Mutex<[Int: Int]>([:])
 }
+
+/// Runs `body` with the URL of a new, empty database on the test server, dropped afterwards.
+func withEmptyDatabase(_ body: (String) async throws -> Void) async throws {
+    let base = try #require(testDatabase)
+    let name = "empty_\(UUID().uuidString.prefix(8).lowercased())"
+    let url = try #require(URLComponents(string: base))
+    let configuration = PostgresConnection.Configuration(
+        host: try #require(url.host), port: url.port ?? 5432, username: try #require(url.user), password: nil, database: "postgres", tls: .disable)
+    let logger = Logger(label: "test")
+    let admin = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+    try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+    do {
+        try await body(base.replacingOccurrences(of: "/postgres", with: "/\(name)"))
+    } catch {
+        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"), logger: logger)
+        try? await admin.close()
+        throw error
+    }
+    try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"), logger: logger)
+    try await admin.close()
+}

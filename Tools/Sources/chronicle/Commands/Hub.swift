@@ -65,12 +65,41 @@ struct DatabaseOptions: ParsableArguments {
 
 extension ChronicleCommand.Hub {
     struct Migrate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create or upgrade the hub's tables (idempotent).")
+        static let configuration = CommandConfiguration(
+            abstract: "Create or upgrade the hub's tables.",
+            discussion: """
+                Applies the schema versions the database has not recorded, in order, each once, and records
+                when (table schema_migrations); concurrent runs wait for each other. --status lists every
+                version with when it was applied, or pending.
+                """)
         @OptionGroup var database: DatabaseOptions
+        @Flag(help: "List the schema versions and when each was applied; change nothing.") var status = false
+        @Flag(help: "With --status: JSON Lines, one version per line.") var json = false
 
         func run() async throws {
-            try await database.with { try await $0.migrate() }
-            print("migrated")
+            if status {
+                let (migrations, unknown) = try await database.with { try await $0.migrationStatus() }
+                for (migration, applied) in migrations {
+                    if json {
+                        printJSONLine(["version": migration.version, "name": migration.name, "applied": applied.map(iso)])
+                    } else {
+                        print("\(migration.version)\t\(applied.map(iso) ?? "pending")\t\(migration.name)")
+                    }
+                }
+                for version in unknown {
+                    if json {
+                        printJSONLine(["version": version, "unknown": true])
+                    } else {
+                        print("\(version)\tapplied by a newer chronicle\t(unknown to this one)")
+                    }
+                }
+                return
+            }
+            let applied = try await database.with { try await $0.migrate() }
+            if applied.isEmpty {
+                print("the schema is up to date (version \(HubDatabase.migrations.count))")
+            }
+            for migration in applied { print("applied \(migration.version): \(migration.name)") }
         }
     }
 
@@ -86,7 +115,8 @@ extension ChronicleCommand.Hub {
         @Option(help: "The address to bind.") var host = "127.0.0.1"
         @Option(help: "The port (0: any free one).") var port = 8787
         @Option(help: "The address of /healthz and /metrics (keep it off the public interface).") var metricsHost = "127.0.0.1"
-        @Option(help: "The port of /healthz and /metrics (0: any free one; -1: do not serve them).") var metricsPort = 9464
+        @Option(help: "The port of /healthz and /metrics (0: any free one).") var metricsPort = 9464
+        @Flag(help: "Do not serve /healthz and /metrics at all.") var noMetrics = false
         @OptionGroup var server: ServerOptions
 
         func validate() throws {
@@ -97,9 +127,20 @@ extension ChronicleCommand.Hub {
             let hubDatabase = try database.open()
             // At once, with the reason: the pool alone retries for a minute before it gives up.
             try await hubDatabase.checkConnection()
+            // Never serve a schema this build does not match: one it would fail on, or a newer one.
+            let (migrations, unknown) = try await database.with { try await $0.migrationStatus() }
+            if let version = unknown.max() {
+                throw HubDatabaseUnavailable(
+                    reason: "the hub's database has schema version \(version), newer than this chronicle knows: upgrade chronicle")
+            }
+            let pending = migrations.filter { $0.applied == nil }.map(\.migration.version)
+            if !pending.isEmpty {
+                throw HubDatabaseUnavailable(
+                    reason: "the hub's database lacks schema versions \(pending.map(String.init).joined(separator: ", ")): run `chronicle hub migrate` first")
+            }
             var node = HubNode(database: hubDatabase)
             if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
-            if metricsPort >= 0 { node.operatorEndpoint = .init(host: metricsHost, port: metricsPort) }
+            if !noMetrics { node.operatorEndpoint = .init(host: metricsHost, port: metricsPort) }
             let metricsHost = self.metricsHost
             try await node.run(
                 host: host, port: port, tls: server.tls, gracefulShutdownSignals: true,
