@@ -129,6 +129,7 @@ let package = Package(
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
                 .product(name: "ChronicleTesting", package: "Chronicle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -80,12 +80,18 @@ public actor Replicator {
                 report.peers.append(try await exchange(with: peer, filter: .syncable))
             } catch {
                 store.configuration.logger.warning("chronicle: sync failed", metadata: ["peer": "\(peer.name)", "error": "\(error)"])
-                if firstError == nil { firstError = .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description) }
+                if firstError == nil { firstError = Self.failure(error, peer: peer) }
             }
         }
         lastReport = report
         if let firstError { throw firstError }
         return report
+    }
+
+    /// `error` as a failed sync with `peer`, said once (a transport may have said it already).
+    static func failure(_ error: any Error, peer: Peer) -> ChronicleError {
+        if case .syncFailed = error as? ChronicleError, let error = error as? ChronicleError { return error }
+        return .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description)
     }
 
     /// How often one exchange starts its pull over because the peer's log changed under it.
@@ -371,7 +377,7 @@ public actor Replicator {
                 let count = (failures[index]?.count ?? 0) + 1
                 let backoff = min(configuration.maxBackoff, .milliseconds(250) * (1 << min(count, 16)))
                 failures[index] = (count, now + backoff)
-                lastAutomaticError = .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description)
+                lastAutomaticError = Self.failure(error, peer: peer)
                 store.configuration.logger.warning(
                     "chronicle: automatic sync failed; retrying later",
                     metadata: ["peer": "\(peer.name)", "error": "\(error)", "attempt": "\(count)"])

@@ -119,8 +119,15 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
             request.tlsConfiguration = tls
         }
         let seconds = max(1, timeout.components.seconds)
-        let response = try await Self.client.execute(request, timeout: .seconds(seconds))
-        let buffer = try await response.body.collect(upTo: maxResponseSize)
+        let (response, buffer): (HTTPClientResponse, ByteBuffer)
+        do {
+            let answer = try await Self.client.execute(request, timeout: .seconds(seconds))
+            (response, buffer) = (answer, try await answer.body.collect(upTo: maxResponseSize))
+        } catch let error as ChronicleError {
+            throw error
+        } catch {
+            throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: Self.reason(for: error, seconds: seconds))
+        }
         guard response.status == .ok else {
             let message = String(buffer: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
             if response.status == .unauthorized {
@@ -129,6 +136,53 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
             throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: "HTTP \(response.status.code): \(message)")
         }
         return Data(buffer.readableBytesView)
+    }
+}
+
+extension HTTPTransport {
+    /// A network or TLS failure as a person reads it: what happened and what to try, without
+    /// the libraries' type names or BoringSSL's source paths.
+    static func reason(for error: any Error, seconds: Int64) -> String {
+        let text = String(describing: error)
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout, .deadlineExceeded, .readTimeout:
+                return "no answer within \(seconds) s; check the URL and that the server is running"
+            case .remoteConnectionClosed:
+                return "the server closed the connection; check its log"
+            case .bodyLengthMismatch:
+                return "the answer was cut off or too large"
+            default:
+                break
+            }
+        }
+        if let error = error as? NIOSSLError {
+            if text.contains("WRONG_VERSION_NUMBER") {
+                return "the TLS handshake failed: the server does not speak TLS on this port (a `chronicle serve` without --tls-cert serves http://)"
+            }
+            if text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("certificate") {
+                return "the server's certificate is not trusted: for a self-signed server pass its authority (`--ca FILE`, `Peer.http(_:token:trustedCertificates:)`)"
+            }
+            if case .handshakeFailed = error { return "the TLS handshake failed (the server may need a newer TLS version or other ciphers)" }
+            return "a TLS error (\(error))"
+        }
+        if error is NIOSSLExtraError { return "the server's certificate is not for this host name; connect with the name the certificate names" }
+        if let error = error as? IOError { return networkReason(errno: error.errnoCode, text: text) }
+        if text.contains("Connection refused") { return networkReason(errno: ECONNREFUSED, text: text) }
+        if text.contains("NXDOMAIN") || text.contains("dnsAError") || text.contains("Name or service not known") {
+            return "the host name does not resolve; check the URL"
+        }
+        return text
+    }
+
+    private static func networkReason(errno: CInt, text: String) -> String {
+        switch errno {
+        case ECONNREFUSED: "connection refused: nothing listens at that address and port; is the server running?"
+        case EHOSTUNREACH, ENETUNREACH: "the host cannot be reached from here"
+        case ETIMEDOUT: "no answer; check the address and any firewall"
+        case ECONNRESET: "the connection was reset by the server"
+        default: text
+        }
     }
 }
 

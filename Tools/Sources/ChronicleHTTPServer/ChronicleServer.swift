@@ -101,13 +101,29 @@ public struct ChronicleServer: Sendable {
         let idle = TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)
         let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: perAddress.handlers(), idleTimeout: idle))
         guard let tls else { return http1 }
-        let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
-        let key = try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem)
+        let chain = try loading("the TLS certificate chain", tls.certificateChain) {
+            try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }
+        }
+        let key = try loading("the TLS private key", tls.privateKey) { try NIOSSLPrivateKey(file: tls.privateKey.path, format: .pem) }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12  // TLS 1.0 and 1.1 are broken and deprecated (RFC 8996)
         // TLS 1.2 only with forward secrecy and AEAD (every TLS 1.3 suite has both).
         configuration.cipherSuites = Self.tls12CipherSuites
         return try .tls(http1, tlsConfiguration: configuration)
+    }
+
+    /// Loads a PEM file, or says which file could not be loaded and why (NIOSSL's
+    /// `failedToLoadCertificate` names neither).
+    private static func loading<T>(_ what: String, _ file: URL, _ load: () throws -> T) throws -> T {
+        guard FileManager.default.isReadableFile(atPath: file.path) else {
+            let exists = FileManager.default.fileExists(atPath: file.path)
+            throw ChronicleError.invalidArgument("cannot load \(what) from \(file.path): \(exists ? "it is not readable by this user" : "no such file")")
+        }
+        do {
+            return try load()
+        } catch {
+            throw ChronicleError.invalidArgument("cannot load \(what) from \(file.path): it is not a PEM file of that kind (\(error))")
+        }
     }
 
     /// The TLS 1.2 suites served: ECDHE key exchange and an AEAD cipher only.
@@ -118,6 +134,7 @@ public struct ChronicleServer: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: AccessLogMiddleware(logger: logger))
         router.add(middleware: BearerTokenMiddleware(token: token, logger: logger))
         let store = self.store
         let maxBodySize = self.maxBodySize

@@ -156,6 +156,7 @@ public struct HubNode: Sendable {
         let maxBodySize = self.maxBodySize
         let budget = BodyBudget(capacity: maxBodyBytesInFlight)
         let maxWait = Int(maxWait.components.seconds)
+        router.add(middleware: AccessLogMiddleware(logger: logger))
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
 
         let v1 = router.group("v1").add(middleware: HubTokenMiddleware(database: database, logger: logger))

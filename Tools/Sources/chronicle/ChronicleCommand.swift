@@ -39,6 +39,7 @@ struct ChronicleCommand: AsyncParsableCommand {
         keepSecretsOutOfCoreDumps()
         do {
             var command = try parseAsRoot()
+            ToolLogging.bootstrap(for: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

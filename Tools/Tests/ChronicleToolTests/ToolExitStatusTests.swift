@@ -36,4 +36,17 @@ struct ToolExitStatusTests {
         let keyed = try await runChronicle(["verify", "--store", directory.path], environment: ["CHRONICLE_PASSPHRASE": "pw"])
         #expect(keyed.status == 0, "\(keyed.stderr)")
     }
+
+    /// A failed sync is said once, in words: no warning log line beside the error, no NIO type.
+    @Test func aFailedSyncIsSaidOnce() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try await runChronicle(["set", "k", "1", "--sync", "manual", "--store", directory.path]).status == 0)
+        let result = try await runChronicle(
+            ["sync", "--peer", "http://127.0.0.1:1", "--store", directory.path], environment: ["CHRONICLE_TOKEN": "t"])
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("connection refused") && !result.stderr.contains("IOError"), "\(result.stderr)")
+    }
 }

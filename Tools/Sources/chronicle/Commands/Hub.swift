@@ -103,7 +103,7 @@ extension ChronicleCommand.Hub {
         }
     }
 
-    struct Serve: AsyncParsableCommand {
+    struct Serve: AsyncParsableCommand, LoggingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve every tenant over HTTP (stateless: run several behind a load balancer).",
             discussion: """
@@ -118,6 +118,7 @@ extension ChronicleCommand.Hub {
         @Option(help: "The port of /healthz and /metrics (0: any free one).") var metricsPort = 9464
         @Flag(help: "Do not serve /healthz and /metrics at all.") var noMetrics = false
         @OptionGroup var server: ServerOptions
+        @OptionGroup var log: LogOptions
 
         func validate() throws {
             try server.validate(host: host)
@@ -138,7 +139,7 @@ extension ChronicleCommand.Hub {
                 throw HubDatabaseUnavailable(
                     reason: "the hub's database lacks schema versions \(pending.map(String.init).joined(separator: ", ")): run `chronicle hub migrate` first")
             }
-            var node = HubNode(database: hubDatabase)
+            var node = HubNode(database: hubDatabase, logger: Logger(label: "chronicle.hub"))
             if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
             if !noMetrics { node.operatorEndpoint = .init(host: metricsHost, port: metricsPort) }
             let metricsHost = self.metricsHost

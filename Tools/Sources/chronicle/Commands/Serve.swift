@@ -3,9 +3,10 @@ import ArgumentParser
 import ChronicleHTTP
 import ChronicleHTTPServer
 import Foundation
+import Logging
 
 extension ChronicleCommand {
-    struct Serve: AsyncParsableCommand {
+    struct Serve: AsyncParsableCommand, LoggingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve this store to replicas over HTTP(S).",
             discussion: """
@@ -22,6 +23,7 @@ extension ChronicleCommand {
         @Option(help: "The port (0 picks a free one).") var port = 7070
         @OptionGroup var tokenOptions: TokenOptions
         @OptionGroup var serverOptions: ServerOptions
+        @OptionGroup var log: LogOptions
 
         func validate() throws {
             try serverOptions.validate(host: host)
@@ -31,7 +33,7 @@ extension ChronicleCommand {
         func run() async throws {
             let secret = try tokenOptions.read()
             let store = try options.open()
-            var server = ChronicleServer(store: store, token: secret)
+            var server = ChronicleServer(store: store, token: secret, logger: Logger(label: "chronicle.serve"))
             if let limit = serverOptions.maxConnectionsPerAddress { server.maxConnectionsPerAddress = limit }
             let tls = serverOptions.tls
             let scheme = tls == nil ? "http" : "https"
