@@ -31,9 +31,6 @@ extension Store {
         }
     }
 
-    /// The largest range file (or pushed range) there is: 256 MiB.
-    @_spi(Tools) public static let maxRangeFileSize = EventRange.maxEncodedSize
-
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///
     /// Re-sent events are skipped. What fails validation or authentication (see the trust
@@ -77,29 +74,129 @@ extension Store {
         try mappingErrors { try keyring.prepareTravelKeys() }
     }
 
-    /// Writes ``exportFile(sequences:)`` to `url` as a private file (mode 0600, replacing any
-    /// file there atomically): an export holds wrapped keys and every syncable value.
+    /// Writes every syncable event with sequence in `range` to `url` as a private file (mode
+    /// 0600, replacing any file there atomically): an export holds wrapped keys and every
+    /// syncable value.
+    ///
+    /// Any number of events fits: when they do not fit one range (32,768 items or 128 MiB), the
+    /// file is a range stream (docs/FORMAT.md, section 7.4) of ranges written one at a time as
+    /// they are read, so memory holds one range, whatever the size of the log.
+    /// - Parameters:
+    ///   - range: the sequences to export (events of other sequences and `.never` events are left out).
+    ///   - url: the file to write.
+    ///   - progress: called after each range with (the last sequence written, the head).
     /// - Returns: the number of bytes written.
     @discardableResult
-    public func exportFile(sequences range: ClosedRange<UInt64>, to url: URL) throws(ChronicleError) -> Int {
-        let data = try exportFile(sequences: range)
-        try PrivateFiles.replace(Array(data), at: url)
-        return data.count
+    public func exportFile(
+        sequences range: ClosedRange<UInt64>, to url: URL, progress: ((UInt64, UInt64) -> Void)? = nil
+    ) throws(ChronicleError) -> Int {
+        let eventLog = try settledEventLog
+        try prepareTravelKeys()
+        var cut = try exportCut(eventLog, after: range.lowerBound > 0 ? range.lowerBound - 1 : 0, through: range.upperBound)
+        if cut.upTo >= min(range.upperBound, cut.head) {
+            let bytes = cut.encoded()
+            try PrivateFiles.replace(bytes, at: url)
+            progress?(cut.upTo, cut.head)
+            return bytes.count
+        }
+        return try mappingErrors {
+            try PrivateFiles.replace(at: url) { write in
+                try write(Self.rangeStreamMagic + [Self.rangeStreamVersion])
+                while true {
+                    let bytes = cut.encoded()
+                    try write(UInt64(bytes.count).bigEndianBytes + bytes)
+                    progress?(cut.upTo, cut.head)
+                    guard cut.upTo < min(range.upperBound, cut.head) else { return }
+                    let previous = cut.upTo
+                    cut = try exportCut(eventLog, after: previous, through: range.upperBound)
+                    guard cut.upTo > previous else { return }  // nothing further (the log was compacted under us)
+                }
+            }
+        }
     }
 
-    /// Every syncable event with sequence in `range`, as one range file (for `chronicle export`).
-    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the events do not fit one file (256 MiB); export smaller ranges.
+    /// Every syncable event with sequence in `range`, as one range (for `chronicle export`).
+    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the events do not fit one range
+    ///   (32,768 items or 128 MiB): ``exportFile(sequences:to:progress:)`` writes any number.
     public func exportFile(sequences range: ClosedRange<UInt64>) throws(ChronicleError) -> Data {
         let eventLog = try settledEventLog
         try prepareTravelKeys()
-        let cut = try mappingErrors {
-            try eventLog.exportRange(
-                after: range.lowerBound > 0 ? range.lowerBound - 1 : 0, filter: .syncable, excluding: nil,
-                maxEvents: EventRange.maxItems / 2, maxBytes: EventRange.maxEncodedSize / 2, through: range.upperBound)
-        }
+        let cut = try exportCut(eventLog, after: range.lowerBound > 0 ? range.lowerBound - 1 : 0, through: range.upperBound)
         guard cut.upTo >= min(range.upperBound, cut.head) else {
-            throw .invalidArgument("sequences \(range.lowerBound)...\(range.upperBound) do not fit one file; export up to \(cut.upTo) first")
+            throw .invalidArgument(
+                "the events from sequence \(range.lowerBound) on do not fit one range (they fit up to \(cut.upTo)): write them to a file, which holds any number")
         }
         return Data(cut.encoded())
+    }
+
+    /// The first bytes of a range stream: "CHRNSTRM" and version 1 (docs/FORMAT.md, section 7.4).
+    static let rangeStreamMagic = Array("CHRNSTRM".utf8)
+    static let rangeStreamVersion: UInt8 = 1
+
+    private func exportCut(_ eventLog: EventLog, after: UInt64, through last: UInt64) throws(ChronicleError) -> EventRange {
+        try mappingErrors {
+            try eventLog.exportRange(
+                after: after, filter: .syncable, excluding: nil, maxEvents: EventRange.maxItems / 2, maxBytes: EventRange.maxEncodedSize / 2,
+                through: last)
+        }
+    }
+
+    /// Imports a file ``exportFile(sequences:to:progress:)`` or `chronicle export` wrote: one
+    /// range, or a range stream read and applied one range at a time (each in its own
+    /// transaction, so memory holds one range and an interrupted import keeps what it applied).
+    ///
+    /// The file is opened without blocking and must be a regular file: a FIFO or a device is
+    /// refused at once. Every length in it is checked before anything is read.
+    /// - Parameter progress: called after each range with (bytes read, the file's size).
+    /// - Returns: the receipts of every range, added up.
+    @discardableResult
+    public func importFile(at url: URL, progress: ((Int, Int) -> Void)? = nil) throws(ChronicleError) -> RangeReceipt {
+        let path = url.path
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .io(path: path, reason: "cannot open it to read (\(String(cString: strerror(errno))))") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw .io(path: path, reason: "not a regular file") }
+        let size = Int(status.st_size)
+        func read(_ count: Int) throws(ChronicleError) -> [UInt8] {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(count)
+            while bytes.count < count {
+                let chunk: Data?
+                do { chunk = try handle.read(upToCount: min(count - bytes.count, 16 << 20)) } catch {
+                    throw .io(path: path, reason: "cannot read it (\(error.localizedDescription))")
+                }
+                guard let chunk, !chunk.isEmpty else { break }
+                bytes += chunk
+            }
+            return bytes
+        }
+        let head = try read(Self.rangeStreamMagic.count + 1)
+        guard head.count == Self.rangeStreamMagic.count + 1, Array(head.prefix(Self.rangeStreamMagic.count)) == Self.rangeStreamMagic else {
+            // One range: the whole file, at most the largest range.
+            guard size <= EventRange.maxEncodedSize else {
+                throw .invalidArgument("\(path) is \(size) bytes: a range is at most \(EventRange.maxEncodedSize) bytes, and this is no range stream")
+            }
+            let receipt = try importRange(Data(head + (try read(size - head.count))), from: "file \(path)")
+            progress?(size, size)
+            return receipt
+        }
+        guard head.last == Self.rangeStreamVersion else {
+            throw .malformedInput("\(path): range stream version \(head.last ?? 0) is not supported (this build reads 1)")
+        }
+        var total = RangeReceipt()
+        var offset = head.count
+        while true {
+            let length = try read(8)
+            if length.isEmpty { return total }  // the end of the stream
+            guard length.count == 8, let count = UInt64(bigEndianBytes: length), count <= UInt64(EventRange.maxEncodedSize) else {
+                throw .malformedInput("\(path): a range length at byte \(offset) is truncated or over \(EventRange.maxEncodedSize) bytes")
+            }
+            let bytes = try read(Int(count))
+            guard bytes.count == Int(count) else { throw .malformedInput("\(path): the range at byte \(offset) is truncated") }
+            total.add(try importRange(Data(bytes), from: "file \(path)"))
+            offset += 8 + bytes.count
+            progress?(offset, size)
+        }
     }
 }

@@ -59,6 +59,49 @@ enum PrivateFiles {
         syncDirectory(directory.path)
     }
 
+    /// Writes a private (0600) file at `url` piece by piece, replacing any file there atomically
+    /// when `body` returns: each piece `body` hands to `write` goes to a new temporary file in the
+    /// same folder, which is fsynced and renamed over `url`; if `body` throws, it is deleted.
+    /// - Returns: the number of bytes written.
+    static func replace(at url: URL, _ body: (_ write: ([UInt8]) throws -> Void) throws -> Void) throws -> Int {
+        let directory = url.deletingLastPathComponent()
+        try createDirectory(directory)
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ChronicleError.io(path: temporary.path, reason: "cannot create the file: \(String(cString: strerror(errno)))")
+        }
+        var total = 0
+        do {
+            defer { close(descriptor) }
+            try body { bytes in
+                var written = 0
+                while written < bytes.count {
+                    let result = bytes.withUnsafeBytes { buffer in write(descriptor, buffer.baseAddress.map { $0 + written }, bytes.count - written) }
+                    if result < 0 {
+                        if errno == EINTR { continue }
+                        throw ChronicleError.io(path: url.path, reason: "cannot write the file: \(String(cString: strerror(errno)))")
+                    }
+                    written += result
+                }
+                total += written
+            }
+            guard fsync(descriptor) == 0 else {
+                throw ChronicleError.io(path: url.path, reason: "cannot sync the file: \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(temporary.path)
+            throw error
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let code = errno
+            unlink(temporary.path)
+            throw ChronicleError.io(path: url.path, reason: "cannot replace the file: \(String(cString: strerror(code)))")
+        }
+        syncDirectory(directory.path)
+        return total
+    }
+
     /// Writes `bytes` to a new 0600 file at `path` and fsyncs it; fails if anything exists there.
     private static func writeExclusive(_ bytes: [UInt8], to path: String) throws(ChronicleError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

@@ -8,7 +8,9 @@ extension ChronicleCommand {
             abstract: "Write the syncable events with sequence in [--from, --to] to a range file.",
             discussion: """
                 The file is the versioned binary range format replication uses; sealed values stay sealed,
-                .never events are left out. Import it on another replica with `chronicle import`.
+                .never events are left out. Any number of events fits: a span larger than one range is
+                written as a range stream, one range at a time. Import it on another replica with
+                `chronicle import`.
 
                 Example: chronicle export --store ./store --from 1 --to 500 ./changes.range
                 """)
@@ -25,8 +27,9 @@ extension ChronicleCommand {
         func run() throws {
             let store = try options.openExisting()
             let progress = ProgressLine(label: "export")
-            progress.update(0, of: 1)
-            let count = try store.exportFile(sequences: from...(to ?? UInt64.max), to: URL(fileURLWithPath: file))
+            let count = try store.exportFile(sequences: from...(to ?? UInt64.max), to: URL(fileURLWithPath: file)) { done, head in
+                progress.update(done, of: max(head, 1))
+            }
             progress.finish()
             print("wrote \(count) bytes to \(file) (mode 0600)")
         }

@@ -7,7 +7,10 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Apply a range file written by `chronicle export` (or a sync mailbox).",
             discussion: """
-                The file is checked whole before anything is applied; events this replica has are skipped.
+                Each range is checked whole before anything of it is applied; events this replica has are
+                skipped. A range stream (a large export) is read and applied one range at a time, so an
+                interrupted import keeps what it applied and a second run skips it.
+
                 Example: chronicle import --store ./other ./changes.range
                 """)
 
@@ -15,33 +18,14 @@ extension ChronicleCommand {
         @Argument(help: "The range file.") var file: String
 
         func run() throws {
-            let data = try Self.readRangeFile(file)
             let progress = ProgressLine(label: "import")
-            progress.update(0, of: 1)
-            let receipt = try options.open().importRange(data, from: "file \(file)")
+            let receipt = try options.open().importFile(at: URL(fileURLWithPath: file)) { done, total in
+                progress.update(UInt64(done), of: UInt64(max(total, 1)))
+            }
             progress.finish()
             print(
                 "received \(receipt.received), applied \(receipt.applied), duplicates \(receipt.duplicates), deferred \(receipt.deferred), "
                     + "quarantined \(receipt.quarantined), newer format (kept, not applied) \(receipt.opaque)")
-        }
-
-        /// The file's bytes, its size checked before any is read: a regular file of at most the
-        /// largest range (256 MiB), else an error saying what it is.
-        static func readRangeFile(_ path: String) throws -> Data {
-            // Without blocking: opening a FIFO for reading would wait for a writer.
-            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                throw ChronicleError.io(path: path, reason: "cannot open it to read (\(String(cString: strerror(errno))))")
-            }
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            var status = stat()
-            guard fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-                throw ChronicleError.io(path: path, reason: "not a regular file")
-            }
-            guard status.st_size <= Store.maxRangeFileSize else {
-                throw ChronicleError.invalidArgument("\(path) is \(status.st_size) bytes; a range file is at most \(Store.maxRangeFileSize) bytes")
-            }
-            return try handle.read(upToCount: Int(status.st_size) + 1) ?? Data()
         }
     }
 }
