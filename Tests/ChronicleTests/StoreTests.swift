@@ -230,3 +230,26 @@ struct StoreTests {
         }
     }
 }
+
+/// What `print` shows of a revision, a log entry and a sync report: dates, not raw clock numbers.
+struct ReadableDescriptionTests {
+    @Test func revisionsEntriesAndReportsPrintDates() async throws {
+        try await withTemporaryStores(2) { stores in
+            let key = Key<String>("described", default: "", sync: .manual)
+            try stores[0].set("shown", for: key)
+            let year = String(Calendar(identifier: .gregorian).component(.year, from: Date()))
+            let revision = try #require(try stores[0].history(of: key).last).description
+            #expect(revision.contains("shown") && revision.contains("\(year)-") && revision.hasSuffix(")"), "\(revision)")
+            let entry = try #require(try stores[0].logEntries().last).description
+            #expect(entry.contains("\(year)-") && entry.contains("described") && entry.contains("\"shown\""), "\(entry)")
+            let report = try await Replicator(store: stores[1], peers: [.store(stores[0])]).sync()
+            #expect(report.description.contains("received 1 (applied 1"), "\(report.description)")
+            let secret = SecretKey<String>("hidden", default: "")
+            try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
+                try store.set("never printed", for: secret)
+                #expect(try !store.history(of: secret).description.contains("never printed"))
+                #expect(try !store.logEntries().description.contains("never printed"))
+            }
+        }
+    }
+}

@@ -2,7 +2,7 @@ public import Foundation
 
 /// One event of the log: what ``Store/logEntries(in:)`` returns and ``Store/changes(after:)``
 /// streams. A sealed value is never exposed.
-public struct LogEntry: Sendable, Equatable {
+public struct LogEntry: Sendable, Equatable, CustomStringConvertible {
     /// The local log sequence.
     public let sequence: UInt64
     /// The replica (device) that made the change: its ``Store/replicaID``.
@@ -77,6 +77,17 @@ public struct LogEntry: Sendable, Equatable {
         guard operation == .set else { return nil }
         guard let payload else { throw .invalidArgument("the value of \(key) is sealed: read it through its SecretKey") }
         return try ValueCoder.decode(Value.self, encoding: encoding, payload: payload, key: key)
+    }
+
+    /// `#sequence date domain key op value` as `chronicle log` prints it; a sealed value shows
+    /// its size only.
+    public var description: String {
+        let value: String = switch (operation, isSealed) {
+        case (.remove, _): "(removed)"
+        case (.set, true): "(sealed, \(size) bytes)"
+        case (.set, false): valueJSON ?? ""
+        }
+        return "#\(sequence) \(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))) \(domain) \(key) \(operation) \(value)"
     }
 
     init(_ committed: CommittedEvent, epoch: LogEpoch) {

@@ -36,3 +36,19 @@ public struct SyncReport: Sendable, Equatable {
     /// (a different key source, or an older event of the same identity).
     public var refusedByPeers: Int { peers.reduce(0) { $0 + $1.pushed.quarantined } }
 }
+
+extension SyncReport: CustomStringConvertible {
+    /// One line per peer: what went each way, in words.
+    public var description: String {
+        guard !peers.isEmpty else { return "SyncReport(no peers)" }
+        return peers.map(\.description).joined(separator: "\n")
+    }
+}
+
+extension SyncReport.PeerReport: CustomStringConvertible {
+    /// `peer: sent N, received N (applied N, duplicates N, held back N, quarantined N), refused by the peer N`.
+    public var description: String {
+        "\(peer): sent \(sent), received \(pulled.received) (applied \(pulled.applied), duplicates \(pulled.duplicates), "
+            + "held back \(pulled.deferred), quarantined \(pulled.quarantined)), refused by the peer \(pushed.quarantined)"
+    }
+}

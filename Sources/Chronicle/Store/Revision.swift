@@ -41,7 +41,7 @@ public struct Revision<Value: Sendable>: Sendable, CustomStringConvertible {
         } else {
             shown = value.map { String(describing: $0) } ?? "nil"
         }
-        return "Revision(#\(sequence), \(shown), at \(timestamp), by \(origin.short))"
+        return "Revision(#\(sequence), \(shown), at \(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))), by \(origin.short))"
     }
 }
 
