@@ -19,6 +19,7 @@ import Foundation
 //   get STORE-DIR KEY           prints the Int key KEY (default 0)
 //   import-once STORE-DIR FILE  imports one range file, prints "received <n>"
 //   reclaim STORE-DIR           compacts before 2001 (drops nothing recent), closes, reclaims space
+//   fill STORE-DIR N            N events (1,000 keys, batches of 1,000): a large log to measure tools on
 // CHRONICLE_PASSPHRASE, when set, opens the store with that passphrase.
 
 let arguments = CommandLine.arguments
@@ -133,6 +134,16 @@ case "set" where arguments.count == 5:
     }
 case "get" where arguments.count == 4:
     ack("\(store[Key<Int>(arguments[3], default: 0)])")
+case "fill" where arguments.count == 4:
+    let total = Int(arguments[3]) ?? 0
+    var written = 0
+    while written < total {
+        let count = min(1_000, total - written)
+        let base = written
+        do { try store.write { batch in for i in 0..<count { batch[counter("fill.\((base + i) % 1_000)")] = base + i } } } catch { exit(3) }
+        written += count
+    }
+    ack("filled \(written)")
 case "import-once" where arguments.count == 4:
     do {
         let receipt = try store.importRange(try Data(contentsOf: URL(fileURLWithPath: arguments[3])))
