@@ -253,11 +253,12 @@ public actor Replicator {
             sent = range.upTo
         }
         // The mark of what this device relies on the mailbox holding: its newest file, or, when it
-        // sent nothing because everything new came from the mailbox, the newest file it pulled.
-        // If the mailbox loses it (restored from an older backup), the next sync pushes everything.
+        // left out what it pulled from the mailbox, the newest file there (what it pulled is at or
+        // before it). If the mailbox loses the mark (restored from an older backup), the next sync
+        // pushes everything.
         if pushedAny || !pulledHere.isEmpty, passive, let mailbox = peer.transport as? DirectoryTransport {
             let replicaID = local.replicaID
-            let own = pushedAny
+            let own = pulledHere.isEmpty
             if let digest = try await BlockingWork.run({ own ? mailbox.newestFileDigest(from: replicaID) : mailbox.newestFileDigest() }) {
                 try await BlockingWork.run {
                     var mark = try eventLog.checkpoint(pushKey)
