@@ -147,7 +147,9 @@ extension Store {
     ///
     /// The file is opened without blocking and must be a regular file: a FIFO or a device is
     /// refused at once. Every length in it is checked before anything is read.
-    /// - Parameter progress: called after each range with (bytes read, the file's size).
+    /// - Parameters:
+    ///   - url: the file.
+    ///   - progress: called after each range with (bytes read, the file's size).
     /// - Returns: the receipts of every range, added up.
     @discardableResult
     public func importFile(at url: URL, progress: ((Int, Int) -> Void)? = nil) throws(ChronicleError) -> RangeReceipt {
