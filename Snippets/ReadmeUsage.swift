@@ -1,7 +1,6 @@
 // The Usage snippet of README.md: compiled by every build; a test checks that README.md shows these lines.
 // snippet.hide
 import Chronicle
-
 import Foundation
 #if canImport(Observation)
 import Observation
@@ -12,7 +11,6 @@ let passphrase = "correct horse battery staple"
 func apply<T>(_ value: T) {}
 let other = try Store(directory: url.appendingPathComponent("other"))
 let sharedFolder = url.appendingPathComponent("shared")
-
 func render<A, B>(_ a: A, _ b: B) {}
 func project(_ change: LogEntry) {}
 var saved = LogCheckpoint.start
