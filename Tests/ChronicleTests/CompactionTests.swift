@@ -2,6 +2,7 @@
 import ChronicleTesting
 import Foundation
 import Subprocess
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -173,5 +174,25 @@ struct CompactionTests {
         #expect(error.description.contains("another process has the store open"))
         let store = try Store(directory: directory)
         #expect(try store.verify().isSound)
+    }
+}
+
+/// `compact` reports its progress (a long compaction used to run silent for minutes).
+struct CompactionProgressTests {
+    @Test func compactionReportsRisingProgressToTheEnd() throws {
+        try withTemporaryStore { store, _ throws in
+            for chunk in 0..<10 {
+                try store.write { batch in for i in 0..<1_000 { batch[Key<Int>("p.\(i % 100)", default: 0)] = chunk * 1_000 + i } }
+            }
+            let seen = Mutex<[(UInt64, UInt64)]>([])
+            let report = try store.compact { done, total in seen.withLock { $0.append((done, total)) } }
+            #expect(report.dropped == 9_900)
+            let calls = seen.withLock { $0 }
+            #expect(calls.count >= 3, "\(calls.count) calls")
+            #expect(calls.last.map { $0.0 == $0.1 } == true, "ends at the whole")
+            #expect(calls.map(\.0) == calls.map(\.0).sorted(), "rising")
+            #expect(calls.allSatisfy { $0.0 <= $0.1 && $0.1 == 30_000 }, "\(calls.suffix(3))")
+            #expect(store[Key<Int>("p.99", default: 0)] == 9_999)
+        }
     }
 }

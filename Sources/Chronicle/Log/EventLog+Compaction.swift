@@ -27,10 +27,22 @@ extension EventLog {
     /// the old chain head; the log gets a new epoch, and push checkpoints are carried
     /// over to the new sequence numbers.
     /// With `dropRelayOnly`, relay-only records (items this build cannot read, kept to relay) go too.
-    func compact(cutoffMilliseconds: UInt64, dropRelayOnly: Bool = false) throws -> CompactionReport {
+    /// - Parameter progress: called now and then with (work done, work in all): two reads of the
+    ///   log and one rewrite, a record each.
+    func compact(
+        cutoffMilliseconds: UInt64, dropRelayOnly: Bool = false, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws -> CompactionReport {
         let now = UnixMilliseconds.now()
         let report = try environment.write { txn -> CompactionReport in
             var head = try LogHead.read(txn, dbs)
+            // Work: each record read twice, then each kept record written (counted as the records it stands for).
+            let total = head.sequence * 3
+            var done: UInt64 = 0
+            func step(_ amount: UInt64 = 1) {
+                let before = done
+                done += amount
+                if let progress, before / 4096 != done / 4096 { progress(done, total) }
+            }
             let oldEpoch = try Self.epoch(txn, dbs)
             // Events whose time has come join the views first, moving the clock past them (as
             // their promotion would); every other decision of the drift guard is kept as it is.
@@ -51,6 +63,7 @@ extension EventLog {
             // The greatest event of each key that replicates: it must outlive a newer `.never` winner.
             var replicated: [ViewKey: (order: ConflictOrder, sequence: UInt64)] = [:]
             _ = try replayLog(txn) { sequence, event in
+                step()
                 guard event.policy != .never, !waiting.contains(sequence) else { return }
                 let key = ViewKey(domain: event.domain, name: event.key)
                 if let best = replicated[key], best.order > event.order { return }
@@ -67,6 +80,7 @@ extension EventLog {
                 if dropRelayOnly { relayOnlyDropped += 1 } else { kept.append((sequence, .opaque(item))) }
             }
             _ = try replayLog(txn, opaque: visitOpaque) { sequence, event in
+                step()
                 records += 1
                 if keep.contains(sequence) || event.hlc.milliseconds >= cutoffMilliseconds {
                     kept.append((sequence, .event(event)))
@@ -128,7 +142,10 @@ extension EventLog {
             // Where each kept record went: (old sequence, new sequence, new chain hash), in order.
             var moved: [(old: UInt64, new: UInt64, chain: [UInt8])] = [(0, head.sequence, head.chain)]
             moved.reserveCapacity(kept.count + 1)
+            done = 2 * head.sequence
+            let share = max(1, head.sequence / UInt64(max(kept.count, 1)))
             for item in kept {
+                step(share)
                 switch item.record {
                 case let .opaque(opaque):  // relay-only records: never judged, always kept
                     try appendOpaque(opaque, txn, &head)
@@ -142,6 +159,7 @@ extension EventLog {
                 }
                 moved.append((item.sequence, head.sequence, head.chain))
             }
+            progress?(total, total)
             let epoch = LogEpoch.random()
             for push in carried {
                 // The last kept record at or before the checkpoint: everything after it is still to send.

@@ -75,11 +75,16 @@ extension Store {
     /// - Parameters:
     ///   - cutoff: history older than this is dropped (a key's current value is always kept).
     ///   - dropRelayOnly: also drop the relay-only records (events of newer formats,
-    ///   and second versions of an identity, that a store without the group's key keeps to relay;
-    ///   ``StoreStatistics/relayOnly`` counts them). Members that need them get them from another peer.
-    public func compact(before cutoff: Date = .distantFuture, dropRelayOnly: Bool = false) throws(ChronicleError) -> CompactionReport {
+    ///     and second versions of an identity, that a store without the group's key keeps to relay;
+    ///     ``StoreStatistics/relayOnly`` counts them). Members that need them get them from another peer.
+    ///   - progress: called now and then with (work done, work in all), for a progress line.
+    public func compact(
+        before cutoff: Date = .distantFuture, dropRelayOnly: Bool = false, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws(ChronicleError) -> CompactionReport {
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff), dropRelayOnly: dropRelayOnly) }
+        return try mappingErrors {
+            try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff), dropRelayOnly: dropRelayOnly, progress: progress)
+        }
     }
 
     /// Shrinks a store's data file to the pages in use: a compacting copy

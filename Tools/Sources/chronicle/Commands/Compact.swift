@@ -35,7 +35,9 @@ extension ChronicleCommand {
             let directory = options.directory
             do {
                 let store = try options.openExisting()
-                let report = try store.compact(before: cutoff, dropRelayOnly: dropRelayOnly)
+                let progress = ProgressLine(label: "compact")
+                let report = try store.compact(before: cutoff, dropRelayOnly: dropRelayOnly) { done, total in progress.update(done, of: total) }
+                progress.finish()
                 print("records: \(report.recordsBefore) → \(report.kept + (report.dropped + report.relayOnlyDropped > 0 ? 1 : 0)); dropped \(report.dropped) events")
                 if report.relayOnlyDropped > 0 { print("dropped \(report.relayOnlyDropped) relay-only records") }
                 if report.checkpointsCarried > 0 { print("carried \(report.checkpointsCarried) push checkpoints over to the new sequence numbers") }

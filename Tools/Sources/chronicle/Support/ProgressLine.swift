@@ -2,17 +2,23 @@ import ArgumentParser
 @_spi(Tools) import Chronicle
 import Foundation
 
-/// A progress line on standard error, shown only when it is a terminal.
+/// A progress line on standard error (percent and rate), shown only when it is a terminal: a
+/// pipe or a log file never gets one.
 struct ProgressLine: Sendable {
     let label: String
     let enabled = isatty(2) == 1
+    let started = ContinuousClock.now
 
     func update(_ done: UInt64, of total: UInt64) {
         guard enabled, total > 0 else { return }
         let width = 30
-        let filled = Int(Double(width) * Double(min(done, total)) / Double(total))
+        let fraction = Double(min(done, total)) / Double(total)
+        let filled = Int(Double(width) * fraction)
         let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) \(bar) \(done)/\(total)".utf8))
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? " \(Int(Double(done) / seconds))/s" : ""
+        FileHandle.standardError.write(Data("\r\(label) \(bar) \(Int(fraction * 100))% \(done)/\(total)\(rate)\u{1B}[K".utf8))
     }
 
     /// A running count, for work whose total is unknown.
