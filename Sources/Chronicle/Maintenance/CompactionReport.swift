@@ -1,6 +1,6 @@
 import Foundation
 
-/// What ``Store/compact(before:dropRelayOnly:)`` did.
+/// What ``Store/compact(before:dropRelayOnly:progress:)`` did.
 public struct CompactionReport: Sendable, Equatable {
     /// Events in the log before compaction.
     public var recordsBefore: Int

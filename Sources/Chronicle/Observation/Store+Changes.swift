@@ -11,7 +11,7 @@ extension Store {
     /// The stream reads the log in pages as it is iterated, so a slow consumer holds no backlog
     /// in memory; it ends when the iterating task is cancelled. Changes made with the
     /// non-throwing forms appear once committed (moments later). Sequences are local: stable
-    /// until ``compact(before:dropRelayOnly:)`` renumbers the log; after a compaction, start again from 0
+    /// until ``compact(before:dropRelayOnly:progress:)`` renumbers the log; after a compaction, start again from 0
     /// (event identities, ``LogEntry/writer`` and ``LogEntry/counter``, never change).
     ///
     /// ```swift
