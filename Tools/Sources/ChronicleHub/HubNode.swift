@@ -7,7 +7,7 @@ import HummingbirdCore
 public import Logging
 import NIOCore
 import PostgresNIO
-import Prometheus
+public import CoreMetrics
 
 /// One hub process: serves every tenant from the shared PostgreSQL database, speaking the
 /// protocol of `chronicle serve` (docs/FORMAT.md, section 8), so a device cannot tell them apart.
@@ -69,11 +69,20 @@ public struct HubNode: Sendable {
     let metrics: HubMetrics
     let notifier: HubNotifier
 
+    /// What `/metrics` serves (the backend's text format), or `nil`: 404. `chronicle hub serve`
+    /// sets it to its Prometheus registry's output.
+    public var metricsText: (@Sendable () -> [UInt8])?
+
     /// A node serving the tenants of `database`.
-    public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub")) {
+    /// - Parameters:
+    ///   - database: the hub's database.
+    ///   - logger: where requests and errors are logged.
+    ///   - metrics: the swift-metrics backend the node records to (default: the process's,
+    ///     `MetricsSystem.factory`).
+    public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub"), metrics: any MetricsFactory = MetricsSystem.factory) {
         self.database = database
         self.logger = logger
-        metrics = HubMetrics()
+        self.metrics = HubMetrics(factory: metrics)
         notifier = HubNotifier(logger: logger)
     }
 
@@ -129,6 +138,7 @@ public struct HubNode: Sendable {
         let metrics = self.metrics
         let notifier = self.notifier
         let logger = self.logger
+        let metricsText = self.metricsText
         router.get("healthz") { _, _ -> Response in
             do {
                 try await database.client.query("SELECT 1", logger: logger)
@@ -139,10 +149,13 @@ public struct HubNode: Sendable {
         }
 
         router.get("metrics") { _, _ -> Response in
-            metrics.waiting.set(to: Double(notifier.waiting))
+            metrics.waiting.record(notifier.waiting)
+            guard let text = metricsText?() else {
+                return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "no metrics backend\n")))
+            }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: text)))
         }
         return router
     }
@@ -287,23 +300,23 @@ struct HubErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// The node's Prometheus metrics (its own registry: several nodes may share a process).
+/// The node's metrics, through swift-metrics: whichever backend the process chose (`chronicle
+/// hub serve` chooses Prometheus). Names follow Prometheus' conventions.
 struct HubMetrics: Sendable {
-    let registry = PrometheusCollectorRegistry()
-    let requests: Prometheus.Counter
-    let refusals: Prometheus.Counter
-    let databaseErrors: Prometheus.Counter
-    let eventsAppended: Prometheus.Counter
-    let eventsServed: Prometheus.Counter
-    let waiting: Prometheus.Gauge
+    let requests: CoreMetrics.Counter
+    let refusals: CoreMetrics.Counter
+    let databaseErrors: CoreMetrics.Counter
+    let eventsAppended: CoreMetrics.Counter
+    let eventsServed: CoreMetrics.Counter
+    let waiting: CoreMetrics.Gauge
 
-    init() {
-        requests = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "requests", unitName: "total", helpText: "Requests answered"))
-        refusals = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "refusals", unitName: "total", helpText: "Requests refused (bad input, quota)"))
-        databaseErrors = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "database_errors", unitName: "total", helpText: "Requests the database failed"))
-        eventsAppended = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "events_appended", unitName: "total", helpText: "Events stored"))
-        eventsServed = registry.makeCounter(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "events_served", unitName: "total", helpText: "Events sent to devices"))
-        waiting = registry.makeGauge(descriptor: .init(namespace: "chronicle", subsystem: "hub", metricName: "long_polls", unitName: "waiting", helpText: "Long-polls waiting"))
+    init(factory: any MetricsFactory) {
+        requests = Counter(label: "chronicle_hub_requests_total", factory: factory)
+        refusals = Counter(label: "chronicle_hub_refusals_total", factory: factory)
+        databaseErrors = Counter(label: "chronicle_hub_database_errors_total", factory: factory)
+        eventsAppended = Counter(label: "chronicle_hub_events_appended_total", factory: factory)
+        eventsServed = Counter(label: "chronicle_hub_events_served_total", factory: factory)
+        waiting = Gauge(label: "chronicle_hub_long_polls_waiting", factory: factory)
     }
 }
 

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import NIOFoundationCompat
 import PostgresNIO
+import Prometheus
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -59,7 +60,9 @@ func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) a
     defer { adminTask.cancel() }
     try await admin.migrate()
     let nodes = try (0..<count).map { _ in
-        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger)
+        let registry = PrometheusCollectorRegistry()
+        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger, metrics: PrometheusMetricsFactory(registry: registry))
+        node.metricsText = { registry.emitToBuffer() }
         node.operatorEndpoint = .init(host: "127.0.0.1", port: 0)
         return node
     }

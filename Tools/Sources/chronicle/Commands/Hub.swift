@@ -5,6 +5,8 @@ import ChronicleHTTPServer
 import ChronicleHub
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 
 extension ChronicleCommand {
     struct Hub: AsyncParsableCommand {
@@ -139,7 +141,12 @@ extension ChronicleCommand.Hub {
                 throw HubDatabaseUnavailable(
                     reason: "the hub's database lacks schema versions \(pending.map(String.init).joined(separator: ", ")): run `chronicle hub migrate` first")
             }
-            var node = HubNode(database: hubDatabase, logger: Logger(label: "chronicle.hub"))
+            // The metrics backend, chosen here: Prometheus, served on the operator's address.
+            let registry = PrometheusCollectorRegistry()
+            let factory = PrometheusMetricsFactory(registry: registry)
+            MetricsSystem.bootstrap(factory)
+            var node = HubNode(database: hubDatabase, logger: Logger(label: "chronicle.hub"), metrics: factory)
+            node.metricsText = { registry.emitToBuffer() }
             if let limit = server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
             if !noMetrics { node.operatorEndpoint = .init(host: metricsHost, port: metricsPort) }
             let metricsHost = self.metricsHost
