@@ -124,19 +124,11 @@ extension EventLog {
     /// applied and never relayed, and never stops the rest: the checkpoint advances in the
     /// same transaction. Events of newer formats are stored and relayed as opaque bytes.
     /// Key records were screened before the transaction (no Argon2id runs inside it).
-    func importRange(
-        _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
-        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
-    ) throws -> RangeReceipt {
-        try importRangeReportingReceived(
-            range, keys: keys, verifier: verifier, requireSealedDefaults: requireSealedDefaults, checkpoint: checkpoint, source: source
-        ).receipt
-    }
-
-    /// ``importRange(_:keys:verifier:requireSealedDefaults:checkpoint:source:)``, and the
-    /// sequences its own items took in this log, ascending and coalesced: the range's sender holds
-    /// every one of them, so a replicator need not push them back to it. Items the import let out
-    /// of the quarantine (which came from whoever sent them before) are not among them.
+    ///
+    /// - Returns: the receipt, and the sequences the range's own items took in this log,
+    ///   ascending and coalesced: its sender holds every one of them, so a replicator need not
+    ///   push them back to it. Items the import let out of the quarantine (which came from
+    ///   whoever sent them before) are not among them.
     func importRangeReportingReceived(
         _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
         checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String

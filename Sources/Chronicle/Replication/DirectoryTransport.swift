@@ -153,16 +153,12 @@ public struct DirectoryTransport: SyncTransport {
     }
 
     /// A digest of the name of the newest file `source` pushed here (names carry the pushing
-    /// replica), or `nil` when it has none: what a pusher remembers to notice later that the
-    /// folder lost its pushes (restored from an older backup).
-    func newestFileDigest(from source: ReplicaID) -> [UInt8]? {
-        let marker = "-" + source.hex + "-"
-        return (try? rangeFiles())?.last { $0.name.contains(marker) }.map { GenericHash.hash(Array($0.name.utf8)) }
-    }
-
-    /// The digest of the newest file's name, whoever wrote it (`nil`: none).
-    func newestFileDigest() -> [UInt8]? {
-        (try? rangeFiles())?.last.map { GenericHash.hash(Array($0.name.utf8)) }
+    /// replica), or of the newest file at all when `source` is `nil`; `nil` when there is none:
+    /// what a pusher remembers to notice later that the folder lost its files (restored from an
+    /// older backup).
+    func newestFileDigest(from source: ReplicaID? = nil) -> [UInt8]? {
+        let marker = source.map { "-" + $0.hex + "-" }
+        return (try? rangeFiles())?.last { marker.map($0.name.contains) ?? true }.map { GenericHash.hash(Array($0.name.utf8)) }
     }
 
     /// Whether a file whose name has `digest` (see ``newestFileDigest(from:)``) is still here.

@@ -90,7 +90,7 @@ public actor Replicator {
 
     /// `error` as a failed sync with `peer`, said once (a transport may have said it already).
     static func failure(_ error: any Error, peer: Peer) -> ChronicleError {
-        if case .syncFailed = error as? ChronicleError, let error = error as? ChronicleError { return error }
+        if let error = error as? ChronicleError, case .syncFailed = error { return error }
         return .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description)
     }
 
@@ -259,7 +259,7 @@ public actor Replicator {
         if pushedAny || !pulledHere.isEmpty, passive, let mailbox = peer.transport as? DirectoryTransport {
             let replicaID = local.replicaID
             let own = pulledHere.isEmpty
-            if let digest = try await BlockingWork.run({ own ? mailbox.newestFileDigest(from: replicaID) : mailbox.newestFileDigest() }) {
+            if let digest = try await BlockingWork.run({ mailbox.newestFileDigest(from: own ? replicaID : nil) }) {
                 try await BlockingWork.run {
                     var mark = try eventLog.checkpoint(pushKey)
                     mark.remoteHead = 0

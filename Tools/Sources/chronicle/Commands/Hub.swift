@@ -128,9 +128,8 @@ extension ChronicleCommand.Hub {
 
         func run() async throws {
             let hubDatabase = try database.open()
-            // At once, with the reason: the pool alone retries for a minute before it gives up.
-            try await hubDatabase.checkConnection()
             // Never serve a schema this build does not match: one it would fail on, or a newer one.
+            // (`with` checks the connection first: a database it cannot use is reported at once.)
             let (migrations, unknown) = try await database.with { try await $0.migrationStatus() }
             if let version = unknown.max() {
                 throw HubDatabaseUnavailable(
