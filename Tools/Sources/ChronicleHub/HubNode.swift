@@ -7,6 +7,8 @@ import HummingbirdCore
 public import Logging
 import NIOCore
 import PostgresNIO
+import ServiceLifecycle
+import UnixSignals
 public import CoreMetrics
 
 /// One hub process: serves every tenant from the shared PostgreSQL database, speaking the
@@ -88,7 +90,7 @@ public struct HubNode: Sendable {
 
     /// Runs the node (its database pool and its notification listener included) until the task
     /// is cancelled or, with `gracefulShutdownSignals`, until SIGINT/SIGTERM; in-flight requests
-    /// finish first.
+    /// finish first, and long-polls held then are answered at once.
     ///
     /// - Parameters:
     ///   - host: The address to bind, for example `127.0.0.1`.
@@ -123,7 +125,13 @@ public struct HubNode: Sendable {
             group.addTask { await notifier.listen(database) }
             if let operatorApp { group.addTask { try await operatorApp.run() } }
             if gracefulShutdownSignals {
-                try await app.runService()
+                // Shut down last to first: the drain first answers every held long-poll (and any
+                // that arrives meanwhile) at once, so the server's own graceful shutdown, which
+                // lets in-flight requests finish, does not wait out their waits.
+                let services: [any Service] = [app, LongPollDrain(notifier: notifier)]
+                try await ServiceGroup(
+                    configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                ).run()
             } else {
                 try await app.run()
             }
@@ -224,6 +232,17 @@ public struct HubNode: Sendable {
             }
         }
         return router
+    }
+}
+
+/// At a graceful shutdown, answers the node's long-polls at once (each with what it has: the
+/// device asks again, through another node).
+struct LongPollDrain: Service {
+    let notifier: HubNotifier
+
+    func run() async throws {
+        try await gracefulShutdown()
+        notifier.shutDown()
     }
 }
 

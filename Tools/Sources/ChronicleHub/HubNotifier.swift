@@ -11,6 +11,8 @@ final class HubNotifier: Sendable {
         var generations: [Int64: UInt64] = [:]
         var waiters: [Int64: [UInt64: CheckedContinuation<Void, Never>]] = [:]
         var nextWaiter: UInt64 = 0
+        /// Shutting down: no long-poll is held any more.
+        var draining = false
     }
 
     private let state = Mutex(State())
@@ -51,8 +53,14 @@ final class HubNotifier: Sendable {
         for waiter in woken { waiter.resume() }
     }
 
-    /// Returns when an append to `tenant` is heard after `generation`, after `timeout`, or when
-    /// the task is cancelled, whichever comes first.
+    /// Answers every held long-poll now and every later one at once (a graceful shutdown).
+    func shutDown() {
+        state.withLock { $0.draining = true }
+        notifyAll()
+    }
+
+    /// Returns when an append to `tenant` is heard after `generation`, after `timeout`, when
+    /// the task is cancelled or when the node shuts down, whichever comes first.
     func wait(for tenant: Int64, past generation: UInt64, timeout: Duration) async {
         // One tenant's devices hold at most this many requests on a node: past it a long-poll
         // answers at once (the client waits its interval), so one token cannot take every
@@ -74,7 +82,7 @@ final class HubNotifier: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
-                    if state.generations[tenant, default: 0] != generation || Task.isCancelled { return true }
+                    if state.draining || state.generations[tenant, default: 0] != generation || Task.isCancelled { return true }
                     state.waiters[tenant, default: [:]][id] = continuation
                     return false
                 }
