@@ -26,7 +26,7 @@ extension ChronicleCommand {
         @OptionGroup var log: LogOptions
 
         func validate() throws {
-            try serverOptions.validate(host: host)
+            try serverOptions.settings().validate(host: host)
             if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
         }
 
@@ -34,8 +34,9 @@ extension ChronicleCommand {
             let secret = try tokenOptions.read()
             let store = try options.open()
             var server = ChronicleServer(store: store, token: secret, logger: Logger(label: "chronicle.serve"))
-            if let limit = serverOptions.maxConnectionsPerAddress { server.maxConnectionsPerAddress = limit }
-            let tls = serverOptions.tls
+            let settings = serverOptions.settings()
+            if let limit = settings.maxConnectionsPerAddress { server.maxConnectionsPerAddress = limit }
+            let tls = settings.tls
             let scheme = tls == nil ? "http" : "https"
             let host = self.host
             try await server.run(host: host, port: port, tls: tls, gracefulShutdownSignals: true) { bound in

@@ -13,6 +13,21 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "The most connections one client address may hold (0: no limit, behind a proxy; default 32 for serve, 64 for a hub node).")
     var maxConnectionsPerAddress: Int?
 
+    /// These options over `file`'s (`hub serve --config`).
+    func settings(over file: HubConfigFile? = nil) -> ServerSettings {
+        ServerSettings(
+            tlsCert: tlsCert ?? file?.tlsCert, tlsKey: tlsKey ?? file?.tlsKey, insecure: insecure || file?.insecure == true,
+            maxConnectionsPerAddress: maxConnectionsPerAddress ?? file?.maxConnectionsPerAddress)
+    }
+}
+
+/// The server settings in force: the command line's over a configuration file's.
+struct ServerSettings {
+    var tlsCert: String?
+    var tlsKey: String?
+    var insecure: Bool
+    var maxConnectionsPerAddress: Int?
+
     /// Refuses plain HTTP off loopback unless `--insecure`, half a TLS setting, a negative limit.
     func validate(host: String) throws {
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("HTTPS needs both --tls-cert and --tls-key") }

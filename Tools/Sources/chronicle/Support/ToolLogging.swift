@@ -20,18 +20,27 @@ struct LogOptions: ParsableArguments {
 /// A command that keeps running and logs as it serves.
 protocol LoggingCommand {
     var log: LogOptions { get }
+    /// Settings under the command line's and the environment's (a configuration file's).
+    var logDefaults: (level: String?, format: String?) { get }
+}
+
+extension LoggingCommand {
+    var logDefaults: (level: String?, format: String?) { (nil, nil) }
 }
 
 /// How the tool logs: to standard error, as text or one JSON object per line. A command that
 /// finishes logs errors only (it prints what it has to say itself); a server logs from `info`
-/// on, which includes one access line per request. Options win over the environment.
+/// on, which includes one access line per request. Options win over the environment, which wins
+/// over a configuration file.
 enum ToolLogging {
     static func bootstrap(for command: any ParsableCommand) {
         let environment = ProcessInfo.processInfo.environment
-        let options = (command as? any LoggingCommand)?.log
-        let level = (options?.logLevel ?? environment["CHRONICLE_LOG_LEVEL"]).flatMap(Logger.Level.init(rawValue:))
+        let serving = command as? any LoggingCommand
+        let options = serving?.log
+        let defaults = serving?.logDefaults
+        let level = (options?.logLevel ?? environment["CHRONICLE_LOG_LEVEL"] ?? defaults?.level).flatMap(Logger.Level.init(rawValue:))
             ?? (options == nil ? .error : .info)
-        let json = (options?.logFormat ?? environment["CHRONICLE_LOG_FORMAT"]) == "json"
+        let json = (options?.logFormat ?? environment["CHRONICLE_LOG_FORMAT"] ?? defaults?.format) == "json"
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
             handler.logLevel = level
