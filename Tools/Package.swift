@@ -106,6 +106,10 @@ let package = Package(
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
                 "ChronicleHTTPServer", "ChronicleHub", "CBenchLMDB",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

@@ -27,6 +27,7 @@ scripts/with-postgres.sh bash -c '
     echo "== benchmark smoke run (tiny sizes; numbers mean nothing here) =="
     Tools/.build/debug/chronicle-bench --smoke > Tools/.build/bench-smoke.log 2>&1 || { cat Tools/.build/bench-smoke.log; exit 1; }
     grep -q "hub push" Tools/.build/bench-smoke.log || { cat Tools/.build/bench-smoke.log; echo "the hub benchmark did not run" >&2; exit 1; }
+    grep -q "long-polls held" Tools/.build/bench-smoke.log || { cat Tools/.build/bench-smoke.log; echo "the hub scale rows are missing" >&2; exit 1; }
     grep -q "member import" Tools/.build/bench-smoke.log || { cat Tools/.build/bench-smoke.log; echo "the member import rows are missing" >&2; exit 1; }
     if grep " failed: " Tools/.build/bench-smoke.log; then echo "a benchmark section failed (above)" >&2; exit 1; fi
     tail -n 3 Tools/.build/bench-smoke.log

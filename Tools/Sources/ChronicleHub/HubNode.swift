@@ -309,6 +309,8 @@ struct HubErrorMiddleware: RouterMiddleware {
             throw error
         } catch let error as HTTPError {
             throw error
+        } catch is CancellationError {
+            throw CancellationError()  // the node is stopping: not the database's failure
         } catch {
             // PSQLError, a failed COMMIT (PostgresTransactionError), the pool giving up on
             // connecting (its circuit breaker): the database, not the request.

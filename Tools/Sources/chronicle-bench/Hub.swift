@@ -29,50 +29,63 @@ final class LoopbackServers: Sendable {
     func stop() { for task in tasks.withLock({ $0 }) { task.cancel() } }
 }
 
-/// 50 devices push their events at once, then 50 devices pull everything at once, through
-/// `urls` (devices spread over them round-robin); returns (pushed events/s, pulled events/s).
-@MainActor func pushAndPull(
-    urls: [URL], tokens: [String], eventsPerDevice: Int, directory: (String) -> URL
-) async throws -> (push: Double, pull: Double) {
-    let devices = tokens.count
-    let writers = try (0..<devices).map { index -> Store in
-        let store = try Store(directory: directory("writer-\(index)"))
-        try store.write { batch in
-            for i in 0..<eventsPerDevice { batch[Key<Int>("bench.hub.d\(index).k\(i)", default: 0, sync: .automaticSmall)] = i }
-        }
-        return store
-    }
+/// A simulated device: where it syncs and with which token, and the group (tenant, or the
+/// store of one `chronicle serve`) whose events it sees.
+struct BenchDevice: Sendable {
+    var url: URL
+    var token: String
+    var group: Int
+}
+
+/// Every device pushes its `eventsPerDevice` events at once, then a new device in its place
+/// pulls everything its group holds, all at once; returns (pushed events/s, pulled events/s).
+/// The writers are closed before the readers open (a thousand devices are two thousand stores).
+@MainActor func pushAndPull(devices: [BenchDevice], eventsPerDevice: Int, directory: (String) -> URL) async throws -> (push: Double, pull: Double) {
     let clock = ContinuousClock()
-    var start = clock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        for (index, store) in writers.enumerated() {
-            group.addTask {
-                _ = try await Replicator(store: store, peers: [.http(urls[index % urls.count], token: tokens[index])]).sync()
+    var pushSeconds = 0.0
+    do {
+        let writers = try devices.indices.map { index -> Store in
+            let store = try Store(directory: directory("writer-\(index)"))
+            try store.write { batch in
+                for i in 0..<eventsPerDevice { batch[Key<Int>("bench.hub.d\(index).k\(i)", default: 0, sync: .automaticSmall)] = i }
             }
+            return store
         }
-        try await group.waitForAll()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, store) in writers.enumerated() {
+                let device = devices[index]
+                group.addTask { _ = try await Replicator(store: store, peers: [.http(device.url, token: device.token)]).sync() }
+            }
+            try await group.waitForAll()
+        }
+        pushSeconds = nanoseconds(clock.now - start) / 1e9
     }
-    let pushSeconds = nanoseconds(clock.now - start) / 1e9
-    let readers = try (0..<devices).map { index in try Store(directory: directory("reader-\(index)")) }
-    start = clock.now
+    let readers = try devices.indices.map { index in try Store(directory: directory("reader-\(index)")) }
+    let start = clock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (index, store) in readers.enumerated() {
+            let device = devices[index]
             group.addTask {
                 var configuration = Replicator.Configuration()
                 configuration.batchEvents = 4096
-                _ = try await Replicator(store: store, peers: [.http(urls[index % urls.count], token: tokens[index])], configuration: configuration).sync()
+                _ = try await Replicator(store: store, peers: [.http(device.url, token: device.token)], configuration: configuration).sync()
             }
         }
         try await group.waitForAll()
     }
     let pullSeconds = nanoseconds(clock.now - start) / 1e9
-    let total = Double(devices * eventsPerDevice)
-    // Every reader got every other device's events (its own writer shares its token, so its own
-    // events come back too: a reader is a new device of the tenant).
-    guard try readers.allSatisfy({ try $0.logEntries().count == devices * eventsPerDevice }) else {
-        throw ChronicleError.unexpected(type: "benchmark", description: "a reader did not get every event")
+    // Every reader got every event of its group (its own writer's too: a reader is a new device).
+    let groupSizes = Dictionary(grouping: devices, by: \.group).mapValues { $0.count * eventsPerDevice }
+    var pulled = 0
+    for (index, reader) in readers.enumerated() {
+        let count = try reader.logEntries().count
+        guard count == groupSizes[devices[index].group] else {
+            throw ChronicleError.unexpected(type: "benchmark", description: "reader \(index) got \(count) events of its group's \(groupSizes[devices[index].group] ?? 0)")
+        }
+        pulled += count
     }
-    return (total / pushSeconds, total * Double(devices) / pullSeconds)
+    return (Double(devices.count * eventsPerDevice) / pushSeconds, Double(pulled) / pullSeconds)
 }
 
 /// The time from a device's commit to another device's view, in automatic mode through two

@@ -4,6 +4,7 @@ import ChronicleHTTPServer
 import ChronicleHub
 import Foundation
 import GRDB
+import Logging
 import Synchronization
 
 // chronicle-bench: Chronicle against the physical limit (raw LMDB) and the peers a user would
@@ -11,6 +12,12 @@ import Synchronization
 // durability. `--smoke` runs tiny sizes (CI keeps it from rotting); `--markdown FILE` writes the table.
 
 let arguments = CommandLine.arguments
+// The in-process servers log warnings and errors only: an access line per request would bury the table.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
 let smoke = arguments.contains("--smoke")
 let markdownPath = arguments.firstIndex(of: "--markdown").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
 let scale = smoke ? 0.02 : 1.0
@@ -434,15 +441,24 @@ await replicationBenchmark()
                 server.maxConnectionsPerAddress = 0
                 try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
             }
-            let one = try await pushAndPull(urls: [nodeURLs[0]], tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
-            let two = try await pushAndPull(urls: nodeURLs, tokens: try await tenant(), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }
-            let serve = try await pushAndPull(urls: serveURL, tokens: Array(repeating: "bench", count: devices), eventsPerDevice: perDevice) { scratch.directory("serve-\($0)") }
+            func spread(_ urls: [URL], _ tokens: [String]) -> [BenchDevice] {
+                tokens.enumerated().map { BenchDevice(url: urls[$0.offset % urls.count], token: $0.element, group: 0) }
+            }
+            let one = try await pushAndPull(devices: spread([nodeURLs[0]], try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
+            let two = try await pushAndPull(devices: spread(nodeURLs, try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }
+            let serve = try await pushAndPull(devices: spread(serveURL, Array(repeating: "bench", count: devices)), eventsPerDevice: perDevice) { scratch.directory("serve-\($0)") }
             report.single("hub push, \(devices) devices at once, 1 node", rate(one.push), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.push), one.push / serve.push))
             report.single("hub push, \(devices) devices at once, 2 nodes", rate(two.push), String(format: "%.2f× chronicle serve", two.push / serve.push))
             report.single("hub pull, \(devices) devices at once, 1 node", rate(one.pull), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.pull), one.pull / serve.pull))
             report.single("hub pull, \(devices) devices at once, 2 nodes", rate(two.pull), String(format: "%.2f× chronicle serve", two.pull / serve.pull))
             let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
             report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
+            // `--hub-scale`: a node process with 10,000 held long-polls, and 1,000 devices of 100
+            // tenants (several minutes; the smoke run does it at tiny sizes).
+            if smoke || arguments.contains("--hub-scale") {
+                try await hubLongPollScale(databaseURL: hubDatabaseURL, admin: admin)
+                try await hubTenantScale(databaseURL: hubDatabaseURL, admin: admin, servers: servers)
+            }
         } catch {
             print("hub benchmark failed: \(error)")
         }
