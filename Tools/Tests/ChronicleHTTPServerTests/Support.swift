@@ -31,16 +31,6 @@ func withServer<R: Sendable>(
     return try await body(URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!)
 }
 
-/// Sends a raw request (for checking what the server refuses).
-func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> (status: Int, body: String) {
-    var request = HTTPClientRequest(url: url.absoluteString)
-    request.method = method
-    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-    let buffer = try await response.body.collect(upTo: 1 << 20)
-    return (Int(response.status.code), String(buffer: buffer))
-}
 
 extension Keys {
     static let httpNote = Key<String>("http.note", default: "", sync: .manual)

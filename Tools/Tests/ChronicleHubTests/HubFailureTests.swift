@@ -194,7 +194,7 @@ extension HubTests {
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: writer)]).sync()
             }
             let response = try await poll.value
-            let leaked = try response.status == 200 && !(RelayRange(decoding: Array(response.body)).events.isEmpty)
+            let leaked = try response.status == 200 && !(RelayRange(decoding: Array(response.data)).events.isEmpty)
             #expect(!leaked, "a revoked token received an event pushed after its revocation (status \(response.status))")
         }
     }

@@ -85,7 +85,7 @@ struct HubServeProcessTests {
                 var waiting = false
                 while !waiting {
                     let metrics = try await rawRequest(operatorURL.appendingPathComponent("metrics"), token: nil)
-                    waiting = String(decoding: metrics.body, as: UTF8.self).contains("chronicle_hub_long_polls_waiting 1")
+                    waiting = metrics.body.contains("chronicle_hub_long_polls_waiting 1")
                     if !waiting { try await Task.sleep(for: .milliseconds(50)) }
                 }
             }

@@ -87,16 +87,6 @@ func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) a
     return try await body(HubFixture(admin: admin, urls: urls, operatorURLs: operatorURLs, nodes: nodes))
 }
 
-/// Sends a raw request (for checking what the hub refuses).
-func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> (status: Int, body: Data) {
-    var request = HTTPClientRequest(url: url.absoluteString)
-    request.method = method
-    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
-    let buffer = try await response.body.collect(upTo: 64 << 20)
-    return (Int(response.status.code), Data(buffer: buffer))
-}
 
 /// The ports the nodes bound.
 final class Ports: Sendable {

@@ -1,5 +1,9 @@
+import AsyncHTTPClient
 import Chronicle
 public import Foundation
+import NIOCore
+import NIOFoundationCompat
+public import NIOHTTP1
 import Subprocess
 import Synchronization
 import SystemPackage
@@ -78,4 +82,26 @@ public func makeSparseFile(at url: URL, size: UInt64) throws {
 public func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
     return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+}
+
+/// What a server answered a ``rawRequest(_:method:token:body:)``.
+public struct RawResponse: Sendable {
+    /// The HTTP status code.
+    public var status: Int
+    /// The body's bytes.
+    public var data: Data
+    /// The body as text (UTF-8).
+    public var body: String { String(decoding: data, as: UTF8.self) }
+}
+
+/// Sends one request as a hostile or a plain client would, with `token` as a bearer token when
+/// given: for checking what a server answers, refuses or serves outside the replicator.
+public func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, body: Data? = nil) async throws -> RawResponse {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = method
+    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+    if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+    let buffer = try await response.body.collect(upTo: 64 << 20)
+    return RawResponse(status: Int(response.status.code), data: Data(buffer: buffer))
 }
