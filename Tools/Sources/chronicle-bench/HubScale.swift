@@ -181,6 +181,36 @@ final class NodeProcess {
         report.single(
             "hub node: push → \(perTenant) polls of the tenant answered", wake.summary,
             "from the push's start, with \(polls) polls held; the push itself p50 \(format(Latencies(nanoseconds: pushes).percentile(0.5))); \(rounds) rounds")
+
+        // What a device costs while nothing changes: a long-poll renewed every `wait` is two
+        // empty polls (token, range; after the wait: token, range). Empty polls (`wait=0`) from
+        // 200 devices in a loop, beside the polls still held, give the node's rate of them.
+        let loopers = smoke ? 20 : 200
+        let seconds = smoke ? 1 : 10
+        let emptyPolls = Atomic<Int>(0)
+        let cpuAtStart = node.cpuSeconds
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        guard let empty = URL(string: node.url.absoluteString + "/v1/range?after=0&wait=0") else { return }
+        // Tasks of this actor, like the held polls above: each spends its time awaiting the node.
+        var loops: [Task<Void, any Error>] = []
+        for index in 0..<loopers {
+            let token = pollers[rounds + index % (tenants - rounds)][index / (tenants - rounds)]
+            loops.append(Task {
+                while ContinuousClock.now < deadline {
+                    guard try await get(empty, token: token).status == 200 else {
+                        throw ChronicleError.unexpected(type: "benchmark", description: "an empty poll failed")
+                    }
+                    emptyPolls.add(1, ordering: .relaxed)
+                }
+            })
+        }
+        for loop in loops { try await loop.value }
+        let pollRate = Double(emptyPolls.load(ordering: .relaxed)) / Double(seconds)
+        let pollCPU = (node.cpuSeconds - cpuAtStart) / Double(seconds)
+        report.single(
+            "hub node: empty polls (token + range, nothing new)", rate(pollRate),
+            String(format: "%d devices in a loop beside the held polls; node CPU %.0f%% of a core, PostgreSQL and the devices on the same 2 cores", loopers, pollCPU * 100))
+
         node.stop()  // answers the remaining polls at once
         for task in tasks { await task.value }
         let failed = failures.withLock { $0 }
