@@ -54,7 +54,11 @@ public final class HubDatabase: Sendable {
     public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
         target = try Target(url: url)
         configuration = target.clientConfiguration
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool's own chatter (a lease asked for while it starts, a connection it replaces)
+        // stays out of an operator's log; what fails a request is logged by the node, with the cause.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .error)
+        client = PostgresClient(configuration: configuration, backgroundLogger: background)
         self.logger = logger
     }
 

@@ -123,16 +123,17 @@ public struct HubNode: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await database.run() }
             group.addTask { await notifier.listen(database) }
-            if let operatorApp { group.addTask { try await operatorApp.run() } }
             if gracefulShutdownSignals {
                 // Shut down last to first: the drain first answers every held long-poll (and any
                 // that arrives meanwhile) at once, so the server's own graceful shutdown, which
-                // lets in-flight requests finish, does not wait out their waits.
-                let services: [any Service] = [app, LongPollDrain(notifier: notifier)]
+                // lets in-flight requests finish, does not wait out their waits; /healthz and
+                // /metrics answer until the public port has closed.
+                let services: [any Service] = (operatorApp.map { [$0] } ?? []) + [app, LongPollDrain(notifier: notifier)]
                 try await ServiceGroup(
                     configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 ).run()
             } else {
+                if let operatorApp { group.addTask { try await operatorApp.run() } }
                 try await app.run()
             }
             group.cancelAll()

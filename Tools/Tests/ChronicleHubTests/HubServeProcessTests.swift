@@ -42,7 +42,8 @@ struct HubServeProcessTests {
     }
 
     /// A configuration file gives the database (a 0600 file beside it), the ports, the
-    /// connection limit and the log format; the node serves with them.
+    /// connection limit and the log format; the node serves with them, and its log holds no
+    /// library warning from start to stop.
     @Test func aNodeServesFromItsConfigurationFile() async throws {
         let url = try #require(testDatabase)
         try await withHub(nodes: 1) { hub in
@@ -65,6 +66,8 @@ struct HubServeProcessTests {
             #expect(status == .exited(0), "\(stderr)")
             let lines = stderr.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             #expect(lines.contains { ($0["path"] as? String) == "/v1/info" && ($0["status"] as? String) == "200" }, "JSON access log: \(stderr)")
+            // Start and stop leave no library warnings or errors in the operator's log.
+            #expect(!lines.contains { ["warning", "error", "critical"].contains($0["level"] as? String) }, "\(stderr)")
         }
     }
 
