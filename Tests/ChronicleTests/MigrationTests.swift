@@ -49,6 +49,23 @@ struct MigrationTests {
         }
     }
 
+    /// A large property list reports its progress as values are checked, in order, ending at
+    /// (all, all) once committed; the tool draws its progress line from it.
+    @Test func importPropertyListReportsProgress() throws {
+        try withTemporaryStore { store, directory throws in
+            let values = Dictionary(uniqueKeysWithValues: (0..<5_000).map { ("imported.\($0)", $0) })
+            let file = directory.appendingPathComponent("large.plist")
+            try PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0).write(to: file)
+            var reports: [(Int, Int)] = []
+            #expect(try store.importPropertyList(at: file) { reports.append(($0, $1)) } == 5_000)
+            #expect(reports.count >= 5)
+            #expect(reports.allSatisfy { $0.1 == 5_000 })
+            #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "never backwards")
+            #expect(reports.last.map { $0 == (5_000, 5_000) } == true)
+            #expect(store[Key<Int>("imported.4999", default: 0)] == 4_999)
+        }
+    }
+
     @Test func importPlistRefusalsWriteNothing() async throws {
         try await withTemporaryStore { store, directory async throws in
             let list = directory.appendingPathComponent("list.plist")

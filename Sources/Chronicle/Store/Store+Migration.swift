@@ -72,12 +72,16 @@ extension Store {
     ///   - url: the property list file (XML or binary), as `defaults export` writes it.
     ///   - names: the keys to import; `nil` imports every top-level key.
     ///   - policy: the sync policy of the imported keys; default ``SyncPolicy/never``.
+    ///   - progress: called as the values are checked and encoded, with (values done, values in
+    ///     all), and once more when the transaction has committed.
     /// - Returns: the number of events written.
     /// - Throws: ``ChronicleError/io(path:reason:)`` when the file cannot be read,
     ///   ``ChronicleError/malformedInput(_:)`` when it is not a property list with a dictionary
     ///   at the top, and the errors of ``importValues(from:names:policy:)``.
     @discardableResult
-    public func importPropertyList(at url: URL, names: [String]? = nil, policy: SyncPolicy = .never) throws(ChronicleError) -> Int {
+    public func importPropertyList(
+        at url: URL, names: [String]? = nil, policy: SyncPolicy = .never, progress: ((Int, Int) -> Void)? = nil
+    ) throws(ChronicleError) -> Int {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw .io(path: url.path, reason: "cannot read the property list (\(ValueCoder.describe(error)))")
@@ -91,15 +95,16 @@ extension Store {
         }
         let selected = names.map { names in names.compactMap { name in dictionary[name].map { (name, $0, policy) } } }
             ?? dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value, policy) }
-        return try importValues(selected)
+        return try importValues(selected, progress: progress)
     }
 
-    private func importValues(_ values: [(String, Any, SyncPolicy)]) throws(ChronicleError) -> Int {
+    private func importValues(_ values: [(String, Any, SyncPolicy)], progress: ((Int, Int) -> Void)? = nil) throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
         for _ in 0..<64 {
-            let changes = try importChanges(values, eventLog)
+            let changes = try importChanges(values, eventLog, progress: progress)
             do {
                 if !changes.isEmpty { _ = try eventLog.commit(try prepared(changes)) }
+                progress?(values.count, values.count)
                 return changes.count
             } catch is StaleRead {
                 continue  // a key was written between the check and the commit: it is held now
@@ -111,9 +116,12 @@ extension Store {
     }
 
     /// The set events of an import: the values of keys this store has never held.
-    private func importChanges(_ values: [(String, Any, SyncPolicy)], _ eventLog: EventLog) throws(ChronicleError) -> [PendingChange] {
+    private func importChanges(
+        _ values: [(String, Any, SyncPolicy)], _ eventLog: EventLog, progress: ((Int, Int) -> Void)?
+    ) throws(ChronicleError) -> [PendingChange] {
         var changes: [PendingChange] = []
-        for (name, value, policy) in values {
+        for (index, (name, value, policy)) in values.enumerated() {
+            if index % 1_024 == 0 { progress?(index, values.count) }
             try Keys.validate(name: name)
             guard let (encoding, payload) = PropertyListValue.encode(value) else {
                 throw .invalidArgument("the value of \(name) is not a property list value (\(type(of: value)))")

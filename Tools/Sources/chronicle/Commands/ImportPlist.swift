@@ -24,8 +24,13 @@ extension ChronicleCommand {
 
         func run() throws {
             guard let policy = SyncPolicy.allCases.first(where: { $0.description == sync }) else { throw ValidationError("unknown sync policy \(terminalSafe(sync))") }
+            let progress = ProgressLine(label: "import-plist")
             let count = try options.open().importPropertyList(
-                at: URL(fileURLWithPath: file), names: names.isEmpty ? nil : names, policy: policy)
+                at: URL(fileURLWithPath: file), names: names.isEmpty ? nil : names, policy: policy
+            ) { done, total in
+                progress.update(UInt64(done), of: UInt64(max(total, 1)))
+            }
+            progress.finish()
             print("imported \(count) value\(count == 1 ? "" : "s")")
         }
     }
