@@ -94,9 +94,6 @@ public actor Replicator {
         return .syncFailed(peer: peer.name, reason: ChronicleError.wrap(error).description)
     }
 
-    /// How often one exchange starts its pull over because the peer's log changed under it.
-    static let maxRestarts = 3
-
     /// Pulls then pushes one peer's ranges for `filter`, batch by batch.
     private func exchange(with peer: Peer, filter: RangeFilter) async throws -> SyncReport.PeerReport {
         var report = SyncReport.PeerReport(peer: peer.name)
@@ -119,82 +116,33 @@ public actor Replicator {
 
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
-        var checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
-        // A passive peer (a mailbox folder) has no log of its own: its positions are files, which
-        // come and go; what we pushed there is judged by our own push checkpoint alone.
-        let passive = remote.writer == nil
-        // The remote went back in time (restored, rolled back): what it lost must be pulled and pushed again.
-        var remoteWentBack = false
-        if checkpoint.sequence > remote.head {  // a checkpoint the remote cannot honour: start over (dots make it safe)
-            checkpoint = .zero
-            if !passive { remoteWentBack = true }
-        }
-        var after = checkpoint.sequence
-        var expectedChain = checkpoint.chain
-        let source = "peer \(peer.name)"
+        let checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
         // Bounded, whatever the peer answers: a pull ends at the head the peer named before it
         // began (later changes wait for the next sync), starts over at most a few times, and
         // runs at most `maxPullBatches` batches.
-        var restarts = 0
-        var pulledHere: [ClosedRange<UInt64>] = []  // the sequences this exchange's pulls took here
-        func startOver() throws {
-            restarts += 1
-            guard restarts <= Self.maxRestarts else {
-                throw ChronicleError.malformedInput("the peer's log changed under this sync \(Self.maxRestarts) times; sync again later")
-            }
-            after = 0
-            expectedChain = nil
-            // The remote's log changed under this sync: what it sent before may be gone from it.
-            pulledHere = []
-        }
-        var batches = 0
+        var state = ExchangeState(
+            checkpoint: checkpoint, remoteHead: remote.head, passive: remote.writer == nil, maxPullBatches: configuration.maxPullBatches)
+        let source = "peer \(peer.name)"
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
             try Task.checkCancellation()
-            batches += 1
-            guard batches <= configuration.maxPullBatches else {
-                throw ChronicleError.malformedInput(
-                    "the peer sent \(configuration.maxPullBatches) batches without reaching its head; what arrived is kept, sync again to go on")
-            }
-            let range = try EventRange(decoding: Array(try await peer.transport.pull(after: after, filter: filter, excludingOrigin: local.writer, maxEvents: configuration.batchEvents)))
-            guard range.source == remote.replicaID, range.epoch == remote.epoch, range.after <= after, range.upTo >= range.after else {
-                throw ChronicleError.malformedInput("the peer answered with a range of another log or position")
-            }
-            // The remote's positions moved under us (a mailbox pruned between `info()` and this
-            // pull): what lies before our checkpoint now is unknown, so read it again from the start.
-            if range.after < after {
-                try startOver()
-                if !passive { remoteWentBack = true }
-                continue
-            }
-            // The remote's log under our checkpoint is not the one we pulled (it was restored or
-            // rolled back and wrote new records under old sequence numbers): start over from zero.
-            if after > 0, range.after == after, let expected = expectedChain, range.afterChain != LogHead.empty.chain, range.afterChain != expected {
-                try startOver()
-                // A mailbox's positions shift when a late file sorts in or old files are pruned:
-                // read it again, but nothing pushed there was lost.
-                if !passive { remoteWentBack = true }
-                continue
-            }
+            try state.beginPullBatch()
+            let range = try EventRange(
+                decoding: Array(try await peer.transport.pull(after: state.after, filter: filter, excludingOrigin: local.writer, maxEvents: configuration.batchEvents)))
+            let verdict = try state.judge(
+                source: range.source, epoch: range.epoch, expectedSource: remote.replicaID, expectedEpoch: remote.epoch,
+                rangeAfter: range.after, afterChain: range.afterChain, upTo: range.upTo)
+            if verdict == .startOver { continue }
             let (receipt, received) = try await BlockingWork.run {
                 try store.importRangeReportingReceived(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source)
             }
             report.pulled.add(receipt)
-            // What this peer just sent is never pushed back to it: it holds all of it. (Later
-            // imports take later sequences, so the windows stay ascending.)
-            for window in received {
-                if let last = pulledHere.last, last.upperBound &+ 1 == window.lowerBound {
-                    pulledHere[pulledHere.count - 1] = last.lowerBound...window.upperBound
-                } else {
-                    pulledHere.append(window)
-                }
-            }
+            // What this peer just sent is never pushed back to it: it holds all of it.
+            state.received(received)
             report.batches += 1
             configuration.progress?(peer.name, report.pulled.received + report.sent)
-            if range.reachesHead || range.upTo <= after || range.upTo >= remote.head { break }
-            after = range.upTo
-            expectedChain = range.upToChain
+            if !state.advance(upTo: range.upTo, upToChain: range.upToChain, reachesHead: range.reachesHead) { break }
         }
 
         // Push: our log after our checkpoint for (remote, our epoch, push, filter).
@@ -203,40 +151,35 @@ public actor Replicator {
             try store.prepareTravelKeys()
             return try eventLog.checkpoint(pushKey)
         }
-        // After our last push the remote's log reached `remoteHead`, with `remoteChain` there. If it
-        // has gone back since (a relay restored from a backup), what we pushed may be lost: push again.
-        if !remoteWentBack, !passive, let remoteHead = pushCheckpoint.remoteHead, let remoteChain = pushCheckpoint.remoteChain {
-            if remote.head < remoteHead {
-                remoteWentBack = true
-            } else {
-                let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: remoteHead, filter: filter, excludingOrigin: nil, maxEvents: 1)))
-                if probe.after == remoteHead, probe.afterChain != LogHead.empty.chain, probe.afterChain != remoteChain { remoteWentBack = true }
-            }
+        // After our last push the remote's log reached a head with a chain hash there. If it has
+        // gone back since (a relay restored from a backup), what we pushed may be lost: push again.
+        state.pushCheckpointRead(pushCheckpoint)
+        if let position = state.probePosition(for: pushCheckpoint) {
+            let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: position, filter: filter, excludingOrigin: nil, maxEvents: 1)))
+            state.probed(rangeAfter: probe.after, afterChain: probe.afterChain, checkpoint: pushCheckpoint)
         }
         // A mailbox restored from an older backup lost what we pushed after that backup: the
         // newest file we pushed there is gone. (Pruning keeps recent files, so it rarely looks alike;
         // when it does, pushing everything again costs a large file, never an event.)
-        if passive, !remoteWentBack, pushCheckpoint.sequence > 0, let mark = pushCheckpoint.remoteChain,
-            let mailbox = peer.transport as? DirectoryTransport
-        {
-            if try await !BlockingWork.run({ mailbox.holdsFile(digest: mark) }) { remoteWentBack = true }
+        let mailbox = peer.transport as? DirectoryTransport
+        if let mark = state.mailboxMarkToCheck(pushCheckpoint), let mailbox {
+            if try await !BlockingWork.run({ mailbox.holdsFile(digest: mark) }) { state.mailboxLostMark() }
         }
-        let wentBack = remoteWentBack
+        let decided = state
         var sent = try await BlockingWork.run { () throws -> UInt64 in
-            // The remote went back in time, or our own log under the checkpoint changed: push from the start.
-            if wentBack { return 0 }
-            if let chain = pushCheckpoint.chain, pushCheckpoint.sequence > 0, try eventLog.chainHash(at: pushCheckpoint.sequence) != chain { return 0 }
-            return pushCheckpoint.sequence
+            // Our own log under the checkpoint changed (compacted, restored): push from the start.
+            let chain = pushCheckpoint.sequence > 0 ? pushCheckpoint.chain : nil
+            let matches = try chain.map { try eventLog.chainHash(at: pushCheckpoint.sequence) == $0 } ?? true
+            return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches)
         }
         var pushedAny = false
         let (batchEvents, batchBytes) = (configuration.batchEvents, configuration.batchBytes)
         while true {
             try Task.checkCancellation()
             let after = sent
-            let skipping = wentBack ? [] : pulledHere  // a remote that went back gets everything again
             let range = try await BlockingWork.run {
                 try eventLog.exportRange(
-                    after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes, skipping: skipping)
+                    after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes, skipping: decided.skipping)
             }
             if !range.events.isEmpty || !range.opaque.isEmpty {
                 pushedAny = true
@@ -252,13 +195,11 @@ public actor Replicator {
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
         }
-        // The mark of what this device relies on the mailbox holding: its newest file, or, when it
-        // left out what it pulled from the mailbox, the newest file there (what it pulled is at or
-        // before it). If the mailbox loses the mark (restored from an older backup), the next sync
-        // pushes everything.
-        if pushedAny || !pulledHere.isEmpty, passive, let mailbox = peer.transport as? DirectoryTransport {
+        // The mark of what this device relies on the mailbox holding. If the mailbox loses it
+        // (restored from an older backup), the next sync pushes everything.
+        let (setMark, own) = state.mailboxMark(pushedAny: pushedAny)
+        if setMark, let mailbox {
             let replicaID = local.replicaID
-            let own = pulledHere.isEmpty
             if let digest = try await BlockingWork.run({ mailbox.newestFileDigest(from: own ? replicaID : nil) }) {
                 try await BlockingWork.run {
                     var mark = try eventLog.checkpoint(pushKey)
@@ -268,9 +209,8 @@ public actor Replicator {
                 }
             }
         }
-        if pushedAny, filter == .syncable, !passive {
+        if state.marksRemoteAfterPush(pushedAny: pushedAny, filter: filter) {
             // Remember where the remote's log stood after our push, to notice if it ever goes back.
-            // (Only for `sync()`: automatic pushes never move its checkpoint, so it re-sends anyway.)
             let after = try await peer.transport.info()
             let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: after.head, filter: filter, excludingOrigin: nil, maxEvents: 1)))
             if probe.after == after.head, after.epoch == remote.epoch {
