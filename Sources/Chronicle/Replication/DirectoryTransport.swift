@@ -22,7 +22,7 @@ import ChronicleSodium
 /// mailbox relays between any number of replicas. The folder grows by one file
 /// per push: delete files once every device has synced past them (README).
 /// File operations run off the cooperative pool (see `BlockingWork`).
-public struct DirectoryTransport: SyncTransport {
+public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
     /// The mailbox folder.
     public let directory: URL
 

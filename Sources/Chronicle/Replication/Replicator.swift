@@ -161,7 +161,7 @@ public actor Replicator {
         // A mailbox restored from an older backup lost what we pushed after that backup: the
         // newest file we pushed there is gone. (Pruning keeps recent files, so it rarely looks alike;
         // when it does, pushing everything again costs a large file, never an event.)
-        let mailbox = peer.transport as? DirectoryTransport
+        let mailbox = peer.transport as? any FileMarkingTransport
         if let mark = state.mailboxMarkToCheck(pushCheckpoint), let mailbox {
             if try await !BlockingWork.run({ mailbox.holdsFile(digest: mark) }) { state.mailboxLostMark() }
         }

@@ -27,3 +27,13 @@ public protocol ChangeWaitingTransport: SyncTransport {
     /// returns at once.
     func waitForChanges(after: UInt64, timeout: Duration) async throws -> Bool
 }
+
+/// A passive peer whose items are files (a mailbox folder): a pusher remembers the newest file
+/// it relies on being there, and checks later that it still is, to notice a folder restored from
+/// an older backup. ``Replicator`` asks a transport for this capability, never for its type.
+protocol FileMarkingTransport: SyncTransport {
+    /// A digest of the name of the newest file `source` pushed (the newest of anyone's when `nil`).
+    func newestFileDigest(from source: ReplicaID?) -> [UInt8]?
+    /// Whether the file whose name has `digest` is still there.
+    func holdsFile(digest: [UInt8]) -> Bool
+}
