@@ -54,17 +54,27 @@ public final class HubDatabase: Sendable {
     public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
         target = try Target(url: url)
         configuration = target.clientConfiguration
-        // The pool's own chatter (a lease asked for while it starts, a connection it replaces)
-        // stays out of an operator's log; what fails a request is logged by the node, with the cause.
-        var background = logger
-        background.logLevel = max(logger.logLevel, .error)
-        client = PostgresClient(configuration: configuration, backgroundLogger: background)
+        // The pool logs why it cannot connect (login refused, no TLS, too many connections) here:
+        // the cause an operator needs when requests start failing with 503.
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
     }
 
     /// Runs the connection pool until the task is cancelled; every other call needs it running.
     public func run() async {
+        running.withLock { $0 = true }
         await client.run()
+    }
+
+    /// Whether ``run()`` was called (the pool marks itself running as the call begins).
+    private let running = Mutex(false)
+
+    /// Returns once ``run()`` has begun. Call it before the first query of a task started beside
+    /// ``run()``: the pool answers a lease asked for before it runs, but with a warning in the log.
+    public func untilRunning() async {
+        while !running.withLock({ $0 }) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+        // `run()` marks the pool running before its first suspension: a moment after the flag.
+        try? await Task.sleep(for: .milliseconds(10))
     }
 
     /// A PostgreSQL URL taken apart.

@@ -63,6 +63,9 @@ public struct HubNode: Sendable {
             self.port = port
         }
     }
+    /// The longest a graceful shutdown waits for in-flight requests (held long-polls are answered
+    /// at once); then they are cut off. Default 15 s.
+    public var maxShutdown: Duration = .seconds(15)
     /// The most bytes of push bodies the node holds at once; a push past it gets 503 with
     /// `Retry-After`. Default 128 MiB.
     public var maxBodyBytesInFlight: Int = 128 << 20
@@ -128,10 +131,13 @@ public struct HubNode: Sendable {
                 // that arrives meanwhile) at once, so the server's own graceful shutdown, which
                 // lets in-flight requests finish, does not wait out their waits; /healthz and
                 // /metrics answer until the public port has closed.
+                // A request that keeps it from stopping (a push whose body trickles in) is cut
+                // off after `maxShutdown`: a deploy never waits on one device.
                 let services: [any Service] = (operatorApp.map { [$0] } ?? []) + [app, LongPollDrain(notifier: notifier)]
-                try await ServiceGroup(
-                    configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                ).run()
+                var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                configuration.maximumGracefulShutdownDuration = maxShutdown
+                configuration.maximumCancellationDuration = .seconds(5)
+                try await ServiceGroup(configuration: configuration).run()
             } else {
                 if let operatorApp { group.addTask { try await operatorApp.run() } }
                 try await app.run()
@@ -312,6 +318,11 @@ struct HubErrorMiddleware: RouterMiddleware {
             throw error
         } catch is CancellationError {
             throw CancellationError()  // the node is stopping: not the database's failure
+        } catch where HubDatabase.describe(error) == nil {
+            // Not the database's (a client that closed its connection mid-body, say): no 503, no
+            // database alert, nothing at error level a device could fill the log with.
+            logger.notice("chronicle hub: a request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            throw HTTPError(.badRequest, message: "the request could not be read")
         } catch {
             // PSQLError, a failed COMMIT (PostgresTransactionError), the pool giving up on
             // connecting (its circuit breaker): the database, not the request.

@@ -97,6 +97,7 @@ final class HubNotifier: Sendable {
     /// Listens on one pooled connection until cancelled, reconnecting by itself (PostgreSQL
     /// restarted, connection lost); every reconnect wakes every long-poll.
     func listen(_ database: HubDatabase) async {
+        await database.untilRunning()
         while !Task.isCancelled {
             do {
                 try await database.client.withConnection { connection in

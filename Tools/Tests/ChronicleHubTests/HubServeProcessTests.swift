@@ -58,7 +58,9 @@ struct HubServeProcessTests {
             let config = directory.appendingPathComponent("hub.json")
             try Data(#"{"database_file": "database", "port": 0, "metrics_port": 0, "max_connections": 2000, "log_format": "json"}"#.utf8)
                 .write(to: config)
-            let (status, stderr) = try await Self.serve(["--config", config.path], environment: ["CHRONICLE_HUB_DATABASE": ""]) { node, operatorURL in
+            // Variables set to nothing are not set: the file's JSON format stands.
+            let environment = ["CHRONICLE_HUB_DATABASE": "", "CHRONICLE_LOG_FORMAT": "", "CHRONICLE_LOG_LEVEL": ""]
+            let (status, stderr) = try await Self.serve(["--config", config.path], environment: environment) { node, operatorURL in
                 let info = try await rawRequest(node.appendingPathComponent("v1/info"), token: token)
                 let health = try await rawRequest(operatorURL.appendingPathComponent("healthz"), token: nil)
                 #expect(info.status == 200 && health.status == 200)
@@ -68,6 +70,27 @@ struct HubServeProcessTests {
             #expect(lines.contains { ($0["path"] as? String) == "/v1/info" && ($0["status"] as? String) == "200" }, "JSON access log: \(stderr)")
             // Start and stop leave no library warnings or errors in the operator's log.
             #expect(!lines.contains { ["warning", "error", "critical"].contains($0["level"] as? String) }, "\(stderr)")
+        }
+    }
+
+    /// A device that trickles a push body cannot keep the node from stopping: past the
+    /// graceful shutdown's limit (15 s) the request is cut off and the node exits.
+    @Test func aTricklingPushDoesNotHoldTheNodeAtSIGTERM() async throws {
+        let url = try #require(testDatabase)
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "phone")
+            let socket = Mutex<RawSocket?>(nil)
+            let (status, stderr) = try await Self.serve(
+                ["--database", url, "--port", "0", "--metrics-port", "0", "--max-connections-per-address", "0"]
+            ) { node, _ in
+                let raw = try RawSocket(port: try #require(node.port), from: "127.0.0.1")
+                raw.send("POST /v1/range HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: 100000\r\n\r\nAB")
+                socket.withLock { $0 = raw }
+                try await Task.sleep(for: .milliseconds(300))  // the push is being read
+            }
+            socket.withLock { $0?.close() }
+            #expect(status != .signaled(SIGKILL), "the node never stopped: \(stderr)")
         }
     }
 

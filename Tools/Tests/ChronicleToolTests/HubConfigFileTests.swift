@@ -58,6 +58,45 @@ import ToolsTestSupport
         }
     }
 
+    /// Whoever may change the file chooses the address, the TLS key and the database: a file
+    /// others may write is refused, as is anything but a regular file.
+    @Test func aFileOthersMayWriteIsRefused() async throws {
+        try await withConfig(#"{"port": 0}"#) { path in
+            try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: path)
+            let result = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("chmod go-w"), "\(result.stderr)")
+            let directory = try await runChronicle(["hub", "serve", "--config", URL(fileURLWithPath: path).deletingLastPathComponent().path, "--database", unreachable])
+            #expect(directory.status == 64)
+            #expect(directory.stderr.contains("is not a regular file"), "\(directory.stderr)")
+        }
+    }
+
+    /// A number that is not whole, two database settings, or half a TLS pair from each place.
+    @Test func mixedOrMalformedSettingsNameThemselves() async throws {
+        try await withConfig(#"{"port": 8787.5}"#) { path in
+            let result = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("\"port\" must be a whole number"), "\(result.stderr)")
+        }
+        try await withConfig(#"{"database": "postgres://a@127.0.0.1:1/a", "database_file": "database"}"#) { path in
+            let result = try await runChronicle(["hub", "serve", "--config", path])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("not both"), "\(result.stderr)")
+        }
+        try await withConfig(#"{"tls_cert": "cert.pem", "tls_key": "key.pem"}"#) { path in
+            // The command line's certificate with the file's key: refused, never paired.
+            let result = try await runChronicle(["hub", "serve", "--config", path, "--tls-cert", "/elsewhere/cert.pem", "--database", unreachable])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("HTTPS needs both"), "\(result.stderr)")
+        }
+        try await withConfig(#"{"max_wait_seconds": 0}"#) { path in
+            let result = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("\"max_wait_seconds\" in"), "\(result.stderr)")
+        }
+    }
+
     /// A database URL with a password belongs in a 0600 file, not in the configuration file.
     @Test func aPasswordInTheFilesDatabaseURLIsRefused() async throws {
         try await withConfig(#"{"database": "postgres://chronicle:s3cret@127.0.0.1:1/chronicle"}"#) { path in

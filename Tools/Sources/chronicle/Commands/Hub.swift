@@ -72,6 +72,7 @@ struct DatabaseOptions: ParsableArguments {
                 await database.run()
                 return nil
             }
+            await database.untilRunning()
             let result = try await body(database)
             group.cancelAll()
             return result
@@ -170,12 +171,16 @@ extension ChronicleCommand.Hub {
                 maxWait: maxWaitSeconds ?? file?.maxWaitSeconds ?? 30, maxBodyBytes: maxBodyBytes ?? file?.maxBodyBytes ?? 16 << 20,
                 server: server.settings(over: file))
             try settings.server.validate(host: settings.host)
-            for (name, port) in [("port", settings.port), ("metrics-port", settings.metricsPort)] where !(0...65535).contains(port) {
-                throw ValidationError("--\(name) must be 0...65535")
+            // Named as an option and as a setting of the file: either may have given it.
+            func option(_ name: String) -> String {
+                config.map { "--\(name) (\"\(name.replacingOccurrences(of: "-", with: "_"))\" in \($0))" } ?? "--\(name)"
             }
-            if settings.maxConnections < 1 { throw ValidationError("--max-connections is at least 1") }
-            if !(1...300).contains(settings.maxWait) { throw ValidationError("--max-wait-seconds is 1...300") }
-            if settings.maxBodyBytes < 1 << 16 { throw ValidationError("--max-body-bytes is at least 65536") }
+            for (name, port) in [("port", settings.port), ("metrics-port", settings.metricsPort)] where !(0...65535).contains(port) {
+                throw ValidationError("\(option(name)) must be 0...65535")
+            }
+            if settings.maxConnections < 1 { throw ValidationError("\(option("max-connections")) is at least 1") }
+            if !(1...300).contains(settings.maxWait) { throw ValidationError("\(option("max-wait-seconds")) is 1...300") }
+            if settings.maxBodyBytes < 1 << 16 { throw ValidationError("\(option("max-body-bytes")) is at least 65536") }
             if let database = file?.database, URLComponents(string: database)?.password != nil {
                 throw ValidationError("\(config ?? ""): \"database\" holds a password; put the URL in a 0600 file named by \"database_file\"")
             }

@@ -14,9 +14,13 @@ struct ServerOptions: ParsableArguments {
     var maxConnectionsPerAddress: Int?
 
     /// These options over `file`'s (`hub serve --config`).
+    /// The certificate and key come as a pair from one place: either on the command line wins
+    /// over both of the file's (a half pair is then refused), never one from each.
     func settings(over file: HubConfigFile? = nil) -> ServerSettings {
-        ServerSettings(
-            tlsCert: tlsCert ?? file?.tlsCert, tlsKey: tlsKey ?? file?.tlsKey, insecure: insecure || file?.insecure == true,
+        let fromCommandLine = tlsCert != nil || tlsKey != nil
+        return ServerSettings(
+            tlsCert: fromCommandLine ? tlsCert : file?.tlsCert, tlsKey: fromCommandLine ? tlsKey : file?.tlsKey,
+            insecure: insecure || file?.insecure == true,
             maxConnectionsPerAddress: maxConnectionsPerAddress ?? file?.maxConnectionsPerAddress)
     }
 }

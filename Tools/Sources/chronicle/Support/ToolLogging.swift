@@ -38,9 +38,11 @@ enum ToolLogging {
         let serving = command as? any LoggingCommand
         let options = serving?.log
         let defaults = serving?.logDefaults
-        let level = (options?.logLevel ?? environment["CHRONICLE_LOG_LEVEL"] ?? defaults?.level).flatMap(Logger.Level.init(rawValue:))
+        // A variable set to nothing is not set.
+        func variable(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let level = (options?.logLevel ?? variable("CHRONICLE_LOG_LEVEL") ?? defaults?.level).flatMap(Logger.Level.init(rawValue:))
             ?? (options == nil ? .error : .info)
-        let json = (options?.logFormat ?? environment["CHRONICLE_LOG_FORMAT"] ?? defaults?.format) == "json"
+        let json = (options?.logFormat ?? variable("CHRONICLE_LOG_FORMAT") ?? defaults?.format) == "json"
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
             handler.logLevel = level

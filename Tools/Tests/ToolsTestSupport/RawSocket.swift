@@ -5,11 +5,11 @@ import Glibc
 
 /// Plain TCP sockets, for what an HTTP client library never does: connect from another loopback
 /// address, send half a request, or hold a connection idle.
-struct RawSocket {
-    let descriptor: Int32
+public struct RawSocket: Sendable {
+    public let descriptor: Int32
 
     /// Connects to `127.0.0.1:port` from `source` (any 127.x.y.z works on Linux).
-    init(port: Int, from source: String = "127.0.0.2") throws {
+    public init(port: Int, from source: String = "127.0.0.2") throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
         var local = sockaddr_in()
@@ -28,7 +28,7 @@ struct RawSocket {
     }
 
     /// Sends all of `text`, waiting while the socket's buffer is full (a send may take only part).
-    func send(_ text: String) {
+    public func send(_ text: String) {
         let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
@@ -39,7 +39,7 @@ struct RawSocket {
     }
 
     /// Whether the server closed the connection (or reset it) within `seconds`.
-    func closedByServer(within seconds: Int32) -> Bool {
+    public func closedByServer(within seconds: Int32) -> Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, seconds * 1000) > 0 else { return false }
         var byte: UInt8 = 0
@@ -48,10 +48,10 @@ struct RawSocket {
 
     /// ``send(_:)`` on a thread of its own: a large send waits for the server to read, and must not
     /// hold one of the cooperative pool's threads (the server's handlers need them to read).
-    func sendInBackground(_ text: String) {
+    public func sendInBackground(_ text: String) {
         let socket = self
         Thread { socket.send(text) }.start()
     }
 
-    func close() { _ = Glibc.close(descriptor) }
+    public func close() { _ = Glibc.close(descriptor) }
 }
