@@ -173,15 +173,21 @@ final class KeyChannel<K: ValueKey>: Sendable {
     private func read() -> (K.Value, Fingerprint, ConflictOrder??, UInt64?)? {
         do {
             let eventLog = try store.eventLog
-            let visible = try mappingErrors { try eventLog.visibleEntry(key.domain, key.name) }
+            var visible = try mappingErrors { try eventLog.visibleEntry(key.domain, key.name) }
+            if let ticket = visible?.ticket, ticket <= eventLog.publishedTicket.load(ordering: .acquiring) {
+                // Committed and published, not settled yet: read what it committed as, with its
+                // place in the conflict order. The commit's events may still reach this channel
+                // (the hub delivers them after it opened): that order tells them from news. Read
+                // as queued (no order), a foreign event of the same commit (a held-back event
+                // promoted in it) would pass for news: a value no read ever returned.
+                visible = try mappingErrors { try eventLog.committedEntry(key.domain, key.name) }.map { VisibleEntry(entry: $0, ticket: nil) }
+            }
             let entry = visible?.entry
             guard let (value, fingerprint) = decode(entry) else { return nil }
             let order: ConflictOrder?? =
                 if let visible { visible.ticket == nil ? .some(visible.entry.order) : nil } else { .some(nil) }
-            // A queued change whose commit was published already is no longer outstanding (it is
-            // settled moments later; a channel that opened after the publication never hears it).
-            let outstanding = visible?.ticket.flatMap { $0 > eventLog.publishedTicket.load(ordering: .acquiring) ? $0 : nil }
-            return (value, fingerprint, order, outstanding)
+            // A queued change still visible as queued is outstanding until its commit is heard.
+            return (value, fingerprint, order, visible?.ticket)
         } catch {
             store.log(error, "observation", key)
             return nil
