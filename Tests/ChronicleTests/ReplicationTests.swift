@@ -246,10 +246,17 @@ struct ReplicationTests {
             a[.small] = "hello"
             let arrived = await collect(b.updates(of: .small)) { $0.last == "hello" }
             #expect(arrived.last == "hello")
-            // Let the round that delivered it finish, then watch both logs' transaction ids over
-            // several poll intervals: nothing is written while nothing changes.
-            try await Task.sleep(for: .milliseconds(500))
-            let before = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
+            // Let the round that delivered it finish (its last checkpoint write may come late on a
+            // loaded machine: wait until neither log has moved for 300 ms, at most 20 s), then
+            // watch both logs' transaction ids over several poll intervals: nothing is written
+            // while nothing changes.
+            var before = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
+            for _ in 0..<66 {
+                try await Task.sleep(for: .milliseconds(300))
+                let now = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
+                if now == before { break }
+                before = now
+            }
             try await Task.sleep(for: .milliseconds(1_200))
             let after = (try a.eventLog.lastTransactionID, try b.eventLog.lastTransactionID)
             #expect(after == before)
