@@ -132,58 +132,55 @@ public struct ChronicleServer: Sendable {
         "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
     ].joined(separator: ":")
 
-    func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router()
+    func makeRouter() -> Router<SyncContext<StoreBackend.Caller>> {
+        let router = Router(context: SyncContext<StoreBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
-        router.add(middleware: BearerTokenMiddleware(token: token, logger: logger))
-        let store = self.store
-        let maxBodySize = self.maxBodySize
-        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
-        let logger = self.logger
-
-        router.get("v1/info") { _, _ -> Response in
-            let info = try await offload { try store.replicaInfo() }
-            return try jsonResponse(WireInfo(info))
-        }
-
-        router.get("v1/range") { request, _ -> Response in
-            let query = request.uri.queryParameters
-            guard let after = query.get("after", as: UInt64.self) else {
-                throw HTTPError(.badRequest, message: "after=N is required")
-            }
-            let filter = try parseFilter(query.get("filter"))
-            var exclude: ReplicaID?
-            if let hex = query.get("exclude") {
-                guard let id = ReplicaID(hex: hex) else { throw HTTPError(.badRequest, message: "exclude must be a replica id (32 hex digits)") }
-                exclude = id
-            }
-            let excluded = exclude
-            guard let maxEvents = WireFormat.maxEvents(query.get("max")) else {
-                throw HTTPError(.badRequest, message: "max is a number of events (1 to 4096)")
-            }
-            let data = try await offload { try store.exportRange(after: after, filter: filter, excludingOrigin: excluded, maxEvents: maxEvents) }
-            var headers = HTTPFields()
-            headers[.contentType] = rangeMediaType
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
-        }
-
-        router.post("v1/range") { request, context -> Response in
-            return try await budget.withBody(of: request, limit: maxBodySize) { body in
-                let data = Data(body.readableBytesView)
-                do {
-                    // On the imports' own thread: a push may run Argon2id for the keys it brings.
-                    let receipt = try await importing { try store.importRange(data, from: "HTTP push") }
-                    return try jsonResponse(receipt)
-                } catch let error as ChronicleError {
-                    if case .malformedInput = error {
-                        logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
-                        throw HTTPError(.badRequest, message: error.description)
-                    }
-                    throw error
-                }
-            }
-        }
+        SyncRoutes.install(
+            on: router, backend: StoreBackend(store: store, token: BearerTokenCheck(token: token), logger: logger),
+            refusal: "missing or wrong bearer token", maxBodySize: maxBodySize, budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
         return router
+    }
+}
+
+/// The protocol served from one store: one token, the store's log.
+struct StoreBackend: SyncBackend {
+    /// The token matched: there is no one else to tell apart.
+    struct Caller: Sendable {}
+
+    let store: Store
+    let token: BearerTokenCheck
+    let logger: Logger
+
+    func caller(presenting token: String) async throws -> Caller? {
+        self.token.accepts(Array(token.utf8)) ? Caller() : nil
+    }
+
+    func info(for caller: Caller) async throws -> WireInfo {
+        let store = store
+        return WireInfo(try await offload { try store.replicaInfo() })
+    }
+
+    /// A store answers at once: it holds no long-poll (`wait` is the hub's).
+    func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8] {
+        let store = store
+        let data = try await offload {
+            try store.exportRange(after: query.after, filter: query.filter, excludingOrigin: query.excluding, maxEvents: query.maxEvents)
+        }
+        return Array(data)
+    }
+
+    func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
+        let (store, data) = (store, Data(body))
+        do {
+            // On the imports' own thread: a push may run Argon2id for the keys it brings.
+            return try await importing { try store.importRange(data, from: "HTTP push") }
+        } catch let error as ChronicleError {
+            if case .malformedInput = error {
+                logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
+                throw HTTPError(.badRequest, message: error.description)
+            }
+            throw error
+        }
     }
 }
 
@@ -204,12 +201,6 @@ func importing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async th
 
 private let importQueue = DispatchQueue(label: "chronicle.serve.imports", qos: .utility)
 
-/// A 200 response with `value` as JSON.
-func jsonResponse<T: Encodable>(_ value: T) throws -> Response {
-    var headers = HTTPFields()
-    headers[.contentType] = "application/json"
-    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
-}
 
 extension ChronicleServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The store served; never the token.

@@ -175,70 +175,72 @@ public struct HubNode: Sendable {
         return router
     }
 
-    func makeRouter() -> Router<HubContext> {
-        let router = Router(context: HubContext.self)
-        let database = self.database
-        let metrics = self.metrics
-        let notifier = self.notifier
-        let logger = self.logger
-        let maxBodySize = self.maxBodySize
-        let budget = BodyBudget(capacity: maxBodyBytesInFlight)
-        let maxWait = Int(maxWait.components.seconds)
+    func makeRouter() -> Router<SyncContext<HubBackend.Caller>> {
+        let router = Router(context: SyncContext<HubBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
-
-        let v1 = router.group("v1").add(middleware: HubTokenMiddleware(database: database, logger: logger))
-
-        v1.get("info") { _, context -> Response in
-            let device = try context.requireDevice()
-            return try json(try await database.info(tenant: device.tenant))
-        }
-
-        v1.get("range") { request, context -> Response in
-            let device = try context.requireDevice()
-            let query = request.uri.queryParameters
-            guard let after = query.get("after", as: UInt64.self) else { throw HubRefusal.badRequest("after=N is required") }
-            guard let filter = WireFormat.filter(query.get("filter")) else { throw HubRefusal.badRequest("filter is syncable or small:BYTES") }
-            var excluded: [UInt8]?
-            if let hex = query.get("exclude") {
-                guard let id = ReplicaID(hex: hex) else { throw HubRefusal.badRequest("exclude must be a replica id (32 hex digits)") }
-                excluded = id.bytes
-            }
-            guard let maxEvents = WireFormat.maxEvents(query.get("max")) else { throw HubRefusal.badRequest("max is a number of events (1 to 4096)") }
-            if let text = query.get("wait"), Int(text) == nil { throw HubRefusal.badRequest("wait is a number of seconds") }
-            let wait = min(max(query.get("wait", as: Int.self) ?? 0, 0), maxWait)
-            let generation = notifier.generation(device.tenant)
-            var result = try await database.range(
-                tenant: device.tenant, device: device.name, after: after, filter: filter, excluding: excluded, maxEvents: maxEvents)
-            if wait > 0, result.upTo == after {
-                // Nothing new: hold the request until any node appends for this tenant.
-                await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
-                // The token may have been revoked while the request was held: ask again before
-                // answering with what was pushed since.
-                guard let token = context.token, try await database.device(token: token) == device else {
-                    throw HTTPError(.unauthorized, message: "missing, unknown or revoked bearer token")
-                }
-                result = try await database.range(
-                    tenant: device.tenant, device: device.name, after: after, filter: filter, excluding: excluded, maxEvents: maxEvents)
-            }
-            if result.upTo > after { try await database.recordPull(tenant: device.tenant, device: device.name, position: result.upTo) }
-            metrics.eventsServed.increment(by: Int64(result.events))
-            var headers = HTTPFields()
-            headers[.contentType] = WireFormat.rangeMediaType
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.bytes)))
-        }
-
-        v1.post("range") { request, context -> Response in
-            let device = try context.requireDevice()
-            return try await budget.withBody(of: request, limit: maxBodySize) { body in
-                // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue
-                // of pushes holds bytes, not decoded ranges.
-                let receipt = try await database.append(Array(body.readableBytesView), device: device)
-                metrics.eventsAppended.increment(by: Int64(receipt.applied))
-                return try json(receipt)
-            }
-        }
+        let backend = HubBackend(database: database, metrics: metrics, notifier: notifier, maxWait: Int(maxWait.components.seconds))
+        SyncRoutes.install(
+            on: router, backend: backend, refusal: "missing, unknown or revoked bearer token", maxBodySize: maxBodySize,
+            budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
         return router
+    }
+}
+
+/// The protocol served from the hub's database: a token stands for a tenant's device (looked up
+/// on every request, so a revoked token is refused on every node at once), and a pull may be a
+/// long-poll.
+struct HubBackend: SyncBackend {
+    /// The device a token authenticated, and the token (checked again after a long-poll's wait).
+    struct Caller: Sendable {
+        var device: HubDevice
+        var token: String
+    }
+
+    let database: HubDatabase
+    let metrics: HubMetrics
+    let notifier: HubNotifier
+    /// The longest a long-poll is held, in seconds.
+    let maxWait: Int
+
+    func caller(presenting token: String) async throws -> Caller? {
+        try await database.device(token: token).map { Caller(device: $0, token: token) }
+    }
+
+    func info(for caller: Caller) async throws -> WireInfo {
+        try await database.info(tenant: caller.device.tenant)
+    }
+
+    func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8] {
+        let device = caller.device
+        let wait = min(query.wait, maxWait)
+        let generation = notifier.generation(device.tenant)
+        var result = try await database.range(
+            tenant: device.tenant, device: device.name, after: query.after, filter: query.filter, excluding: query.excluding?.bytes,
+            maxEvents: query.maxEvents)
+        if wait > 0, result.upTo == query.after {
+            // Nothing new: hold the request until any node appends for this tenant.
+            await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
+            // The token may have been revoked while the request was held: ask again before
+            // answering with what was pushed since.
+            guard try await database.device(token: caller.token) == device else {
+                throw HTTPError(.unauthorized, message: "missing, unknown or revoked bearer token")
+            }
+            result = try await database.range(
+                tenant: device.tenant, device: device.name, after: query.after, filter: query.filter, excluding: query.excluding?.bytes,
+                maxEvents: query.maxEvents)
+        }
+        if result.upTo > query.after { try await database.recordPull(tenant: device.tenant, device: device.name, position: result.upTo) }
+        metrics.eventsServed.increment(by: Int64(result.events))
+        return result.bytes
+    }
+
+    func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
+        // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of
+        // pushes holds bytes, not decoded ranges.
+        let receipt = try await database.append(body, device: caller.device)
+        metrics.eventsAppended.increment(by: Int64(receipt.applied))
+        return receipt
     }
 }
 
@@ -253,52 +255,9 @@ struct LongPollDrain: Service {
     }
 }
 
-/// A request's context: the device its token authenticated.
-struct HubContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    var device: HubDevice?
-    /// The bearer token `device` was resolved from (checked again after a long-poll's wait).
-    var token: String?
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-    }
-
-    func requireDevice() throws -> HubDevice {
-        guard let device else { throw HTTPError(.unauthorized, message: "missing or wrong bearer token") }
-        return device
-    }
-}
-
-/// Resolves `Authorization: Bearer <token>` to a device on every request (a revoked token is
-/// refused on every node at once); 401 otherwise, touching nothing.
-struct HubTokenMiddleware: RouterMiddleware {
-    typealias Context = HubContext
-    let database: HubDatabase
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let header = request.headers[.authorization] ?? ""
-        let prefix = "Bearer "
-        var context = context
-        if header.hasPrefix(prefix), header.utf8.count <= 512 {
-            let token = String(header.dropFirst(prefix.count))
-            context.device = try await database.device(token: token)
-            context.token = token
-        }
-        guard context.device != nil else {
-            logger.notice("chronicle hub: refused a request with a missing, unknown or revoked token", metadata: ["path": "\(request.uri.path)"])
-            var headers = HTTPFields()
-            headers[.wwwAuthenticate] = "Bearer"
-            return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "missing, unknown or revoked bearer token\n")))
-        }
-        return try await next(request, context)
-    }
-}
-
 /// Turns refusals into their statuses, a lost database into 503, and counts both.
 struct HubErrorMiddleware: RouterMiddleware {
-    typealias Context = HubContext
+    typealias Context = SyncContext<HubBackend.Caller>
     let metrics: HubMetrics
     let logger: Logger
 
@@ -315,6 +274,7 @@ struct HubErrorMiddleware: RouterMiddleware {
             if case .malformedInput = error { throw HTTPError(.badRequest, message: error.description) }
             throw error
         } catch let error as HTTPError {
+            if error.status == .badRequest { metrics.refusals.increment() }  // a malformed query
             throw error
         } catch is CancellationError {
             throw CancellationError()  // the node is stopping: not the database's failure
@@ -351,11 +311,4 @@ struct HubMetrics: Sendable {
         eventsServed = Counter(label: "chronicle_hub_events_served_total", factory: factory)
         waiting = Gauge(label: "chronicle_hub_long_polls_waiting", factory: factory)
     }
-}
-
-/// A 200 response with `value` as JSON.
-func json<T: Encodable>(_ value: T) throws -> Response {
-    var headers = HTTPFields()
-    headers[.contentType] = "application/json"
-    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
 }

@@ -165,13 +165,13 @@ struct HTTPTests {
     }
 
     @Test func bearerTokenComparison() {
-        let middleware = BearerTokenMiddleware(token: Array("abc".utf8), logger: Logger(label: "test"))
-        #expect(middleware.accepts(Array("abc".utf8)))
-        #expect(!middleware.accepts(Array("abd".utf8)))
-        #expect(!middleware.accepts(Array("ab".utf8)))
-        #expect(!middleware.accepts(Array("abcd".utf8)))
-        #expect(!middleware.accepts([]))
-        let empty = BearerTokenMiddleware(token: [], logger: Logger(label: "test"))
+        let check = BearerTokenCheck(token: Array("abc".utf8))
+        #expect(check.accepts(Array("abc".utf8)))
+        #expect(!check.accepts(Array("abd".utf8)))
+        #expect(!check.accepts(Array("ab".utf8)))
+        #expect(!check.accepts(Array("abcd".utf8)))
+        #expect(!check.accepts([]))
+        let empty = BearerTokenCheck(token: [])
         #expect(!empty.accepts([]))  // an empty configured token never authenticates
     }
 }
