@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every check of the repository:
 #   1. the core package (what an app adds): build and its whole suite (Swift Testing, in parallel);
-#   2. what an app resolves and links (scripts/check-linkage.sh);
+#   2. what an app resolves and links (scripts/check-linkage.sh), and its public API against the
+#      baseline commit in api/baseline (scripts/check-api.sh);
 #   3. the documentation catalog, built by DocC with warnings as errors (scripts/build-docs.sh);
 #   4. the nested Tools package (the `chronicle` tool, its server, the hub, the benchmarks): build,
 #      the benchmark harness at smoke sizes (so it never rots), then its suite, beside a throwaway
@@ -16,6 +17,9 @@ swift test --skip-build
 
 echo "== what an app resolves =="
 scripts/check-linkage.sh
+
+echo "== the public API against its baseline =="
+scripts/check-api.sh
 
 echo "== documentation =="
 scripts/build-docs.sh
