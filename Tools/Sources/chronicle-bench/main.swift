@@ -132,6 +132,25 @@ final class Counter: Sendable {
 }
 let value8 = [UInt8](repeating: 7, count: 8)
 
+// `--profile-durable sets|raw N`: only N durable sets of 64 keys, or N raw LMDB puts of the same
+// bytes with the same durability (for `strace -f -c`, `perf` or callgrind: where a durable set
+// spends what the raw put does not).
+if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.contains(index + 2), let count = Int(arguments[index + 2]) {
+    let profileScratch = Scratch()
+    let clock = ContinuousClock()
+    let start = clock.now
+    if arguments[index + 1] == "raw" {
+        let raw = RawLMDB(path: profileScratch.directory("raw").path)
+        for i in 0..<count { raw.put(key(i % 64), value8) }
+    } else {
+        let store = try Store(directory: profileScratch.directory("sets"))
+        let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
+        for i in 0..<count { try store.set(i, for: keys[i % 64]) }
+    }
+    print("\(arguments[index + 1]) × \(count): \(format(nanoseconds(clock.now - start) / Double(count))) each")
+    exit(0)
+}
+
 if arguments.contains("--only-replication") {
     await replicationBenchmark()
     print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, replication only"))
