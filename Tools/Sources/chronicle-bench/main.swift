@@ -132,8 +132,8 @@ final class Counter: Sendable {
 }
 let value8 = [UInt8](repeating: 7, count: 8)
 
-// `--profile-durable sets|raw N`: only N durable sets of 64 keys, or N raw LMDB puts of the same
-// bytes with the same durability (for `strace -f -c`, `perf` or callgrind: where a durable set
+// `--profile-durable sets|raw|batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
+// bytes with the same durability, or N `write { }` of 1,000 sets (for `strace -f -c`, `perf` or callgrind: where a durable set
 // spends what the raw put does not).
 if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.contains(index + 2), let count = Int(arguments[index + 2]) {
     let profileScratch = Scratch()
@@ -142,6 +142,11 @@ if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.
     if arguments[index + 1] == "raw" {
         let raw = RawLMDB(path: profileScratch.directory("raw").path)
         for i in 0..<count { raw.put(key(i % 64), value8) }
+    } else if arguments[index + 1] == "batch" {
+        // `write { }` of 1,000 sets, N times (its peer: 1,000 raw puts in one transaction).
+        let store = try Store(directory: profileScratch.directory("batch"))
+        let keys = (0..<1_000).map { Key<Int>("bench.b\($0)", default: 0, sync: .automaticSmall) }
+        for i in 0..<count { try store.write { batch in for key in keys { batch[key] = i } } }
     } else {
         let store = try Store(directory: profileScratch.directory("sets"))
         let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
