@@ -97,6 +97,18 @@ import ToolsTestSupport
         }
     }
 
+    /// The file's switches can be turned back on the command line: `--no-insecure` over the
+    /// file's `"insecure": true` refuses plain HTTP off loopback again.
+    @Test func theFilesSwitchesCanBeUndoneOnTheCommandLine() async throws {
+        try await withConfig(#"{"host": "0.0.0.0", "insecure": true, "metrics": false}"#) { path in
+            let allowed = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])
+            #expect(allowed.status == 2, "past the settings, to the unreachable database: \(allowed.stderr)")
+            let refused = try await runChronicle(["hub", "serve", "--config", path, "--no-insecure", "--database", unreachable])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("plain HTTP on 0.0.0.0"), "\(refused.stderr)")
+        }
+    }
+
     /// A database URL with a password belongs in a 0600 file, not in the configuration file.
     @Test func aPasswordInTheFilesDatabaseURLIsRefused() async throws {
         try await withConfig(#"{"database": "postgres://chronicle:s3cret@127.0.0.1:1/chronicle"}"#) { path in

@@ -141,7 +141,7 @@ extension ChronicleCommand.Hub {
         @Option(help: "The port (0: any free one; default 8787).") var port: Int?
         @Option(help: "The address of /healthz and /metrics (keep it off the public interface; default 127.0.0.1).") var metricsHost: String?
         @Option(help: "The port of /healthz and /metrics (0: any free one; default 9464).") var metricsPort: Int?
-        @Flag(help: "Do not serve /healthz and /metrics at all.") var noMetrics = false
+        @Flag(inversion: .prefixedNo, help: "Serve /healthz and /metrics (the default), or not at all.") var metrics: Bool?
         @Option(help: "The most connections the node serves at once; each long-polling device holds one (default 1024).") var maxConnections: Int?
         @Option(help: "The longest a long-poll is held, in seconds (default 30).") var maxWaitSeconds: Int?
         @Option(help: "The largest push body accepted, in bytes (default 16 MiB).") var maxBodyBytes: Int?
@@ -167,7 +167,7 @@ extension ChronicleCommand.Hub {
             let settings = Settings(
                 file: file, host: host ?? file?.host ?? "127.0.0.1", port: port ?? file?.port ?? 8787,
                 metricsHost: metricsHost ?? file?.metricsHost ?? "127.0.0.1", metricsPort: metricsPort ?? file?.metricsPort ?? 9464,
-                metrics: !noMetrics && file?.metrics != false, maxConnections: maxConnections ?? file?.maxConnections ?? 1_024,
+                metrics: metrics ?? file?.metrics ?? true, maxConnections: maxConnections ?? file?.maxConnections ?? 1_024,
                 maxWait: maxWaitSeconds ?? file?.maxWaitSeconds ?? 30, maxBodyBytes: maxBodyBytes ?? file?.maxBodyBytes ?? 16 << 20,
                 server: server.settings(over: file))
             try settings.server.validate(host: settings.host)

@@ -8,8 +8,10 @@ import Foundation
 struct ServerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("PEM certificate chain for HTTPS.", valueName: "FILE")) var tlsCert: String?
     @Option(help: ArgumentHelp("PEM private key for HTTPS.", valueName: "FILE")) var tlsKey: String?
-    @Flag(help: "Serve plain HTTP on an address other machines reach (tokens and values cross the network in the clear unless a proxy terminates TLS).")
-    var insecure = false
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Serve plain HTTP on an address other machines reach (tokens and values cross the network in the clear unless a proxy terminates TLS); --no-insecure overrides a hub configuration file.")
+    var insecure: Bool?
     @Option(help: "The most connections one client address may hold (0: no limit, behind a proxy; default 32 for serve, 64 for a hub node).")
     var maxConnectionsPerAddress: Int?
 
@@ -20,7 +22,7 @@ struct ServerOptions: ParsableArguments {
         let fromCommandLine = tlsCert != nil || tlsKey != nil
         return ServerSettings(
             tlsCert: fromCommandLine ? tlsCert : file?.tlsCert, tlsKey: fromCommandLine ? tlsKey : file?.tlsKey,
-            insecure: insecure || file?.insecure == true,
+            insecure: insecure ?? file?.insecure ?? false,
             maxConnectionsPerAddress: maxConnectionsPerAddress ?? file?.maxConnectionsPerAddress)
     }
 }
