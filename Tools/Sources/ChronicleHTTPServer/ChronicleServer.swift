@@ -136,7 +136,7 @@ public struct ChronicleServer: Sendable {
         let router = Router(context: SyncContext<StoreBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
         SyncRoutes.install(
-            on: router, backend: StoreBackend(store: store, token: BearerTokenCheck(token: token), logger: logger),
+            on: router, backend: StoreBackend(store: store, token: BearerTokenCheck(token: token)),
             refusal: "missing or wrong bearer token", maxBodySize: maxBodySize, budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
         return router
     }
@@ -149,7 +149,6 @@ struct StoreBackend: SyncBackend {
 
     let store: Store
     let token: BearerTokenCheck
-    let logger: Logger
 
     func caller(presenting token: String) async throws -> Caller? {
         self.token.accepts(Array(token.utf8)) ? Caller() : nil
@@ -171,16 +170,8 @@ struct StoreBackend: SyncBackend {
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
         let (store, data) = (store, Data(body))
-        do {
-            // On the imports' own thread: a push may run Argon2id for the keys it brings.
-            return try await importing { try store.importRange(data, from: "HTTP push") }
-        } catch let error as ChronicleError {
-            if case .malformedInput = error {
-                logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
-                throw HTTPError(.badRequest, message: error.description)
-            }
-            throw error
-        }
+        // On the imports' own thread: a push may run Argon2id for the keys it brings.
+        return try await importing { try store.importRange(data, from: "HTTP push") }
     }
 }
 

@@ -122,7 +122,14 @@ package enum SyncRoutes {
         v1.post("range") { request, context -> Response in
             let caller = try context.requireCaller()
             return try await budget.withBody(of: request, limit: maxBodySize) { body in
-                try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller))
+                do {
+                    return try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller))
+                } catch let error as ChronicleError {
+                    // A range that does not decode or verify: nothing of it was applied.
+                    guard case .malformedInput = error else { throw error }
+                    logger.warning("chronicle: refused a malformed range", metadata: ["error": "\(error)"])
+                    throw HTTPError(.badRequest, message: error.description)
+                }
             }
         }
     }

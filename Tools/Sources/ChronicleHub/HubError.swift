@@ -4,8 +4,6 @@ import Hummingbird
 enum HubRefusal: Error, CustomStringConvertible {
     /// A tenant over its event or byte quota (507: the tenant's storage is full).
     case quotaExceeded(String)
-    /// A malformed range or query (400).
-    case badRequest(String)
     /// No such tenant (the operator's commands).
     case unknownTenant(String)
     /// A name the operator gave is not acceptable.
@@ -13,7 +11,7 @@ enum HubRefusal: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .quotaExceeded(text), let .badRequest(text), let .invalidName(text): text
+        case let .quotaExceeded(text), let .invalidName(text): text
         case let .unknownTenant(name): "no tenant named \(name)"
         }
     }
@@ -21,7 +19,7 @@ enum HubRefusal: Error, CustomStringConvertible {
     var httpError: HTTPError {
         switch self {
         case let .quotaExceeded(text): HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: text)
-        case let .badRequest(text), let .invalidName(text): HTTPError(.badRequest, message: text)
+        case let .invalidName(text): HTTPError(.badRequest, message: text)
         case let .unknownTenant(name): HTTPError(.notFound, message: "no tenant named \(name)")
         }
     }

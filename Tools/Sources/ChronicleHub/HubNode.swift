@@ -181,7 +181,7 @@ public struct HubNode: Sendable {
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
         let backend = HubBackend(database: database, metrics: metrics, notifier: notifier, maxWait: Int(maxWait.components.seconds))
         SyncRoutes.install(
-            on: router, backend: backend, refusal: "missing, unknown or revoked bearer token", maxBodySize: maxBodySize,
+            on: router, backend: backend, refusal: HubBackend.refusal, maxBodySize: maxBodySize,
             budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
         return router
     }
@@ -202,6 +202,8 @@ struct HubBackend: SyncBackend {
     let notifier: HubNotifier
     /// The longest a long-poll is held, in seconds.
     let maxWait: Int
+    /// What a refused token is told, at the start of a request or after a long-poll's wait.
+    static let refusal = "missing, unknown or revoked bearer token"
 
     func caller(presenting token: String) async throws -> Caller? {
         try await database.device(token: token).map { Caller(device: $0, token: token) }
@@ -224,7 +226,7 @@ struct HubBackend: SyncBackend {
             // The token may have been revoked while the request was held: ask again before
             // answering with what was pushed since.
             guard try await database.device(token: caller.token) == device else {
-                throw HTTPError(.unauthorized, message: "missing, unknown or revoked bearer token")
+                throw HTTPError(.unauthorized, message: Self.refusal)
             }
             result = try await database.range(
                 tenant: device.tenant, device: device.name, after: query.after, filter: query.filter, excluding: query.excluding?.bytes,
