@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "ChronicleTesting", targets: ["ChronicleTesting"]),
         // Replication over HTTP(S) with a `chronicle serve` or a hub: needs the HTTPClient trait.
         .library(name: "ChronicleHTTP", targets: ["ChronicleHTTP"]),
+        // The wire and disk formats (FORMAT.md) as values, with no storage: what a relay (the hub)
+        // needs to read and check ranges. `Chronicle` re-exports it.
+        .library(name: "ChronicleFormat", targets: ["ChronicleFormat"]),
     ],
     traits: [
         .trait(
@@ -48,10 +51,14 @@ let package = Package(
         .target(name: "ChronicleLMDB", dependencies: ["CChronicleLMDB"]),
         .target(name: "ChronicleSodium", dependencies: ["CChronicleSodium"]),
 
+        // The formats: records, heads, events, ranges, keys and their bounds; no LMDB.
+        .target(name: "ChronicleFormat", dependencies: ["ChronicleSodium"]),
+
         // The domain.
         .target(
             name: "Chronicle",
             dependencies: [
+                "ChronicleFormat",
                 "ChronicleLMDB",
                 "ChronicleSodium",
                 .product(name: "Logging", package: "swift-log"),
@@ -64,12 +71,12 @@ let package = Package(
         // Test support for apps and transports: a transport conformance suite and fault injection.
         .target(name: "ChronicleTesting", dependencies: ["Chronicle"]),
 
-        // The HTTP client (Peer.http) and the bearer-token rules the server and the hub share.
+        // The HTTP client (Peer.http); BearerToken, the token rules the server and the hub share, is
+        // in ChronicleFormat and re-exported here.
         .target(
             name: "ChronicleHTTP",
             dependencies: [
                 "Chronicle",
-                "ChronicleSodium",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["HTTPClient"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["HTTPClient"])),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["HTTPClient"])),

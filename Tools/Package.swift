@@ -46,11 +46,26 @@ let package = Package(
         .systemLibrary(name: "CBenchLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
 
         // The HTTP protocol's server: `chronicle serve` on Hummingbird.
+        // The HTTP sync protocol (FORMAT.md 8) once, for `chronicle serve` and the hub: routes, query
+        // bounds, bearer tokens, body budget. It sees the formats, never a store.
+        .target(
+            name: "ChronicleSyncProtocol",
+            dependencies: [
+                .product(name: "ChronicleFormat", package: "Chronicle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         .target(
             name: "ChronicleHTTPServer",
             dependencies: [
+                "ChronicleSyncProtocol",
                 .product(name: "Chronicle", package: "Chronicle"),
-                .product(name: "ChronicleHTTP", package: "Chronicle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -66,9 +81,9 @@ let package = Package(
         .target(
             name: "ChronicleHub",
             dependencies: [
-                .product(name: "Chronicle", package: "Chronicle"),
-                .product(name: "ChronicleHTTP", package: "Chronicle"),
-                "ChronicleHTTPServer",
+                // A relay: the formats and the protocol, never a store, LMDB or a data key.
+                .product(name: "ChronicleFormat", package: "Chronicle"),
+                "ChronicleSyncProtocol",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -88,6 +103,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
+                "ChronicleSyncProtocol",
                 "ChronicleHTTPServer",
                 "ChronicleHub",
                 "CChronicleSystem",
@@ -131,6 +147,7 @@ let package = Package(
             name: "ChronicleToolTests",
             dependencies: [
                 "chronicle", "ToolsTestSupport",
+                .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleTesting", package: "Chronicle"),
             ]
@@ -138,7 +155,8 @@ let package = Package(
         .testTarget(
             name: "ChronicleHTTPServerTests",
             dependencies: [
-                "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                "ChronicleHTTPServer", "ChronicleSyncProtocol", "chronicle", "ToolsTestSupport",
+                .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
                 .product(name: "ChronicleTesting", package: "Chronicle"),
@@ -152,7 +170,8 @@ let package = Package(
         .testTarget(
             name: "ChronicleHubTests",
             dependencies: [
-                "ChronicleHub", "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                "ChronicleHub", "ChronicleSyncProtocol", "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -12,9 +12,15 @@ trap 'rm -rf "$graphs"' EXIT
 swift package dump-symbol-graph --minimum-access-level public >"$graphs/dump.log" 2>&1 \
     || { cat "$graphs/dump.log" >&2; exit 1; }
 rm "$graphs/dump.log"
-# The Chronicle module's graphs only (its extensions of other modules included).
-find .build -path '*/symbolgraph/Chronicle.symbols.json' -o -path '*/symbolgraph/Chronicle@*.symbols.json' \
-    | xargs -I{} cp {} "$graphs"/
+# The Chronicle module's graph, with the format types it re-exports from ChronicleFormat
+# (ChronicleError, ReplicaID, SyncPolicy, …): an app finds them through `import Chronicle`, so
+# its documentation shows them there. SwiftPM's dump cannot ask for re-exported symbols, so the
+# graph is extracted again from the modules that dump built.
+modules="$(swift build --show-bin-path)/Modules"
+swift-symbolgraph-extract -module-name Chronicle -I "$modules" \
+    -I Sources/CChronicleLMDB -I Sources/CChronicleSodium \
+    -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public -output-dir "$graphs" \
+    -experimental-allowed-reexported-modules=ChronicleFormat
 docc convert Sources/Chronicle/Documentation.docc \
     --additional-symbol-graph-dir "$graphs" \
     --fallback-display-name Chronicle --fallback-bundle-identifier org.chronicle.Chronicle \

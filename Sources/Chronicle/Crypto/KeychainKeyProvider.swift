@@ -1,3 +1,4 @@
+import ChronicleFormat
 #if canImport(Security)
 import ChronicleSodium
 public import Foundation

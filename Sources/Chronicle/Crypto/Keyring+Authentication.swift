@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 import ChronicleSodium
 import Synchronization
@@ -209,25 +210,5 @@ extension Keyring {
             return "Argon2id cost \(record.limits.opsLimit) passes / \(record.limits.memLimit) bytes is above SENSITIVE"
         }
         return nil
-    }
-}
-
-extension EventRange {
-    /// The key ids its items name: events' seals and authenticators, newer-format items' trailing authenticators.
-    var namedKeyIDs: Set<KeyID> {
-        var ids = Set(events.flatMap(\.namedKeyIDs))
-        for item in opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { ids.insert(id) } }
-        return ids
-    }
-}
-
-extension Event {
-    /// The data keys this event names: the one its payload is sealed with and the one that
-    /// authenticates it (none, one or two ids).
-    var namedKeyIDs: [KeyID] {
-        var ids: [KeyID] = []
-        if sealed, let envelope = try? Envelope(decoding: payload) { ids.append(envelope.keyID) }
-        if let id = authenticator?.keyID, !ids.contains(id) { ids.append(id) }
-        return ids
     }
 }

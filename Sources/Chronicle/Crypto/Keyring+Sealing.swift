@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleSodium
 import Foundation
 import Synchronization

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// The base class of typed keys, and the namespace you extend to declare them.
 ///
 /// Declare keys once, as static members of an extension, and use them with
@@ -37,7 +38,7 @@ public class Keys: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "\(domain == .secrets ? "SecretKey" : "Key")(\"\(name)\", sync: \(sync))" }
 
     /// The longest key name, in UTF-8 bytes.
-    public static let maxNameLength = 255
+    public static let maxNameLength = Event.maxKeyNameLength
 
     /// Checks that `name` is a usable key name.
     /// - Throws: ``ChronicleError/invalidKeyName(_:reason:)`` when it is empty or over 255 UTF-8 bytes.

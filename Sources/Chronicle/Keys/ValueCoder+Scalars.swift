@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// A stored primitive payload, read as whichever primitive type asks for it, when that type

@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// Optional values: `nil` is a remove, `.some` encodes the wrapped value.

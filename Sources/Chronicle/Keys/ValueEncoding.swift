@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// How a value's payload is encoded. Stored in every event and view entry.

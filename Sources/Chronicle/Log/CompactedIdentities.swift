@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleLMDB
 
 /// Identities (origin, counter) of events that compaction dropped, kept as ranges

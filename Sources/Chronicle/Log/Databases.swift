@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleLMDB
 
 /// The names of the environment's databases and of the `meta` entries.

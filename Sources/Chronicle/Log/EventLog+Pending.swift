@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleLMDB
 import ChronicleSodium
 import Dispatch

@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Logging
 import Foundation
 import Synchronization

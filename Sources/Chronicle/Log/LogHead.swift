@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleLMDB
 import ChronicleSodium
 
@@ -27,7 +28,7 @@ struct LogHead: Sendable {
         return resolvedChainKey
     }
 
-    static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: [UInt8](repeating: 0, count: LogRecord.hashLength), chainKeyID: nil)
+    static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: LogRecord.noChain, chainKeyID: nil)
 
     static func read(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogHead {
         func u64(_ key: [UInt8]) throws -> UInt64 {

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// A quarantined item as stored in the `quarantine` database (docs/FORMAT.md, "Quarantine"):
 ///
 /// ```

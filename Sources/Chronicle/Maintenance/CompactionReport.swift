@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// What ``Store/compact(before:dropRelayOnly:progress:)`` did.

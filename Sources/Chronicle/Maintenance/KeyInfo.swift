@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// One key in the audit catalog (`chronicle keys`).

@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// One event of the log: what ``Store/logEntries(in:)`` returns and ``Store/changes(after:)``

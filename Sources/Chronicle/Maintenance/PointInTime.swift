@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// A point in a log, for point-in-time copies.

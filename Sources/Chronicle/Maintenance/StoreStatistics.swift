@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// Sizes and counts of a store (`chronicle stats`).

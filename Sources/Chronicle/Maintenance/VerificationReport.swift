@@ -1,3 +1,4 @@
+import ChronicleFormat
 import ChronicleSodium
 
 /// What ``Store/verify(progress:)`` found.

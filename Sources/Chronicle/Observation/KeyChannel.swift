@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Synchronization
 
 /// The observations of one key through one store, for one value type: the key is

@@ -1,3 +1,4 @@
+import ChronicleFormat
 #if canImport(Observation)
 public import Observation
 

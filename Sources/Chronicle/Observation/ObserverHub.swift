@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Dispatch
 import Synchronization
 

@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 import Logging
 import Synchronization

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// A property backed by a key of a ``Store``: reads come from the defaults
 /// view, writes append events.
 ///

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// What `$property` gives for ``Default`` and ``Secret`` properties.
 public struct KeyProjection<Value: Codable & Sendable>: Sendable {
     let store: Store

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// A property backed by a secret of a ``Store``: reads decrypt from the
 /// secrets view, writes seal and append events.
 ///

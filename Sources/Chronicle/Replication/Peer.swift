@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// A replication peer: a name for reports and logs, and a transport.

@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// Something a peer sent that this replica set aside instead of applying: an event

@@ -1,3 +1,4 @@
+import ChronicleFormat
 extension Store {
     /// What peers sent that this replica set aside instead of applying, oldest first: events
     /// and wrapped keys that failed authentication or validation, each with its reason and source.

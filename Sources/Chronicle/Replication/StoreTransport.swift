@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// Replicates with another ``Store`` in the same process.

@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// How a ``Replicator`` talks to one peer.

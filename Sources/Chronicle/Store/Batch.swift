@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// The changes of one ``Store/write(_:)`` call, committed together in one transaction.
 ///
 /// A batch collects changes; nothing is written until the closure returns.

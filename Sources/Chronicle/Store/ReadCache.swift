@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Synchronization
 
 /// Decoded values of plain keys, valid while the environment's last

@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// One revision of a key, from its history.

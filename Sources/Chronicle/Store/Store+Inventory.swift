@@ -1,3 +1,4 @@
+import ChronicleFormat
 extension Store {
     /// Removes the values of several keys in one transaction, a tombstone each: their
     /// defaults show again. Returns after the commit is durable.

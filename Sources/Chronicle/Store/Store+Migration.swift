@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 
 /// Ways in for existing data, and renames as events.

@@ -1,3 +1,4 @@
+import ChronicleFormat
 public import Foundation
 import Logging
 import Synchronization

@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 /// A key with a value type and a default: ``Key`` or ``SecretKey``.

@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Synchronization
 
 /// A change made with a non-throwing form (`store[key] = value`, a `@Default` or `@Secret`

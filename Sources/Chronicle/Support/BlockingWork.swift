@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Dispatch
 
 /// Runs blocking work (an LMDB commit and its fsync, file I/O) on threads

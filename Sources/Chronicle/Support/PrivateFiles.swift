@@ -1,3 +1,4 @@
+import ChronicleFormat
 import Foundation
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import ChronicleFormat
 /// Ticks every `interval` on the continuous clock until the task is cancelled: the job of
 /// swift-async-algorithms' `AsyncTimerSequence`, without a dependency for every app.
 ///

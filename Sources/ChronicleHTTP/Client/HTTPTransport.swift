@@ -1,3 +1,4 @@
+import ChronicleFormat
 #if HTTPClient
 import AsyncHTTPClient
 @_spi(Wire) public import Chronicle

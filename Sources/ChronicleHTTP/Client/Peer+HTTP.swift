@@ -1,3 +1,4 @@
+import ChronicleFormat
 #if HTTPClient
 import AsyncHTTPClient
 public import Chronicle

@@ -1,5 +1,4 @@
-@_spi(Wire) import Chronicle
-import ChronicleHTTP
+@_spi(Wire) import ChronicleFormat
 import Foundation
 import NIOCore
 import PostgresNIO

@@ -1,4 +1,4 @@
-@_spi(Wire) public import Chronicle
+@_spi(Wire) public import ChronicleFormat
 public import Foundation
 public import Logging
 import NIOCore

@@ -1,6 +1,5 @@
-@_spi(Wire) import Chronicle
-import ChronicleHTTP
-public import ChronicleHTTPServer
+@_spi(Wire) import ChronicleFormat
+public import ChronicleSyncProtocol
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -102,13 +101,13 @@ public struct HubNode: Sendable {
     ///   - onRunning: Called with the bound port once the node accepts connections.
     ///   - onOperatorRunning: Called with the bound port of ``operatorEndpoint``.
     public func run(
-        host: String, port: Int, tls: ChronicleServer.TLS? = nil, gracefulShutdownSignals: Bool = false,
+        host: String, port: Int, tls: ServerTLS? = nil, gracefulShutdownSignals: Bool = false,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onOperatorRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let app = Application(
             router: makeRouter(),
-            server: try ChronicleServer.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls),
+            server: try ServerTLS.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls),
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "chronicle-hub",
                 availableConnectionsDelegate: .maximum(maxConnections, logger: logger)),

@@ -3,7 +3,9 @@ import Logging
 import Subprocess
 import SystemPackage
 @testable import Chronicle
+@testable import ChronicleFormat
 @testable import ChronicleHTTPServer
+@testable import ChronicleSyncProtocol
 import ChronicleHTTP
 import ChronicleTesting
 import Foundation

@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleFormat
 @testable import ChronicleHTTPServer
 import ChronicleHTTP
 import ChronicleTesting

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 @testable import Chronicle
+@testable import ChronicleFormat
 @testable import ChronicleHTTPServer
 import ChronicleHTTP
 import ChronicleTesting

@@ -1,6 +1,7 @@
 import Chronicle
 import ChronicleHTTP
 @testable import ChronicleHTTPServer
+@testable import ChronicleSyncProtocol
 import ChronicleTesting
 import Foundation
 import InMemoryLogging
@@ -63,8 +64,8 @@ struct OperatorMessageTests {
     @Test func anUnloadableCertificateNamesItsFile() throws {
         let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString).pem")
         #expect {
-            _ = try ChronicleServer.serverBuilder(
-                idleTimeout: .seconds(5), maxConnectionsPerAddress: 0, tls: ChronicleServer.TLS(certificateChain: missing, privateKey: missing))
+            _ = try ServerTLS.serverBuilder(
+                idleTimeout: .seconds(5), maxConnectionsPerAddress: 0, tls: ServerTLS(certificateChain: missing, privateKey: missing))
         } throws: { error in
             "\(error)".contains(missing.path) && "\(error)".contains("no such file")
         }

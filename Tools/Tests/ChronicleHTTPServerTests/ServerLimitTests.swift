@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 @testable import Chronicle
+@testable import ChronicleFormat
 @testable import ChronicleHTTPServer
+@testable import ChronicleSyncProtocol
 import ChronicleHTTP
 import ChronicleTesting
 import Foundation

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Logging
 @testable import Chronicle
+@testable import ChronicleFormat
 @testable import ChronicleHTTPServer
 import ChronicleHTTP
 import ChronicleTesting

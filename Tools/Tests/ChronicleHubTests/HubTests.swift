@@ -1,4 +1,5 @@
 @_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
 @testable import ChronicleHub
 import ChronicleHTTP
 import PostgresNIO

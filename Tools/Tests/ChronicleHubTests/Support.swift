@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 @_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
 @testable import ChronicleHub
 import ChronicleHTTP
 import Foundation

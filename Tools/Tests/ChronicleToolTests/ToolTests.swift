@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleFormat
 import ChronicleTesting
 import Foundation
 import Testing

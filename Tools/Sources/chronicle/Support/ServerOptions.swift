@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChronicleHTTP
 import ChronicleHTTPServer
+import ChronicleSyncProtocol
 import Foundation
 
 /// What `serve` and `hub serve` share: HTTPS or a stated reason for plain HTTP, and the

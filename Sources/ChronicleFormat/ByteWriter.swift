@@ -1,0 +1,37 @@
+/// Appends fixed-width big-endian integers and length-prefixed fields to a byte array.
+package struct ByteWriter {
+    package var bytes: [UInt8] = []
+
+    package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    package mutating func u8(_ value: UInt8) { bytes.append(value) }
+    package mutating func u16(_ value: UInt16) { appendBigEndian(value) }
+    package mutating func u32(_ value: UInt32) { appendBigEndian(value) }
+    package mutating func u64(_ value: UInt64) { appendBigEndian(value) }
+    package mutating func raw(_ value: [UInt8]) { bytes += value }
+    package mutating func raw(_ value: UnsafeRawBufferPointer) { bytes += value }
+
+    /// A field of at most 255 bytes, prefixed with its length as one byte.
+    package mutating func shortField(_ value: [UInt8]) {
+        precondition(value.count <= 255, "short field over 255 bytes")  // callers validate first
+        u8(UInt8(value.count))
+        raw(value)
+    }
+
+    /// A field of at most 65,535 bytes, prefixed with its length as a 16-bit big-endian integer.
+    package mutating func mediumField(_ value: [UInt8]) {
+        precondition(value.count <= 0xFFFF, "medium field over 65,535 bytes")  // callers truncate first
+        u16(UInt16(value.count))
+        raw(value)
+    }
+
+    /// A field prefixed with its length as a 32-bit big-endian integer.
+    package mutating func longField(_ value: [UInt8]) {
+        u32(UInt32(value.count))
+        raw(value)
+    }
+
+    private mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+}

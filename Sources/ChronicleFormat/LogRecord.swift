@@ -1,0 +1,95 @@
+package import ChronicleSodium
+
+/// The kinds of record in the `events` database.
+package enum RecordKind: UInt8, Sendable {
+    /// An ``Event``.
+    case event = 1
+    /// The first record of a compacted log: what the dropped prefix was (see ``Anchor``).
+    case anchor = 3
+    /// An event this build cannot read (a newer format, or unknown fields), kept as received:
+    /// its identity is known and it relays, but it is never applied (see ``OpaqueEvent``).
+    case opaque = 4
+    /// From this record on, the chain is keyed with the chain subkey of the data key whose
+    /// 16-byte id is the body; the record itself is hashed with that key.
+    case chainKey = 5
+}
+
+/// A record of the local log as stored in the `events` database (docs/FORMAT.md, section 4):
+///
+/// ```
+/// u8    record kind (1 event, 3 anchor, 4 opaque, 5 chain key)
+/// n     body
+/// [32]  chain hash = BLAKE2b-256(key: chain subkey once keyed, previous chain hash ‖ sequence (u64 BE) ‖ kind ‖ body)
+/// ```
+///
+/// The chain hash links every record to all records before it, so an altered,
+/// removed or reordered record breaks the chain at its own sequence. The chain is
+/// keyed from the first chain-key record on (that record included).
+package struct LogRecord: Sendable {
+    package static let hashLength = 32
+    /// The chain hash before the first record: 32 zero bytes.
+    package static let noChain = [UInt8](repeating: 0, count: hashLength)
+
+    package var kind: RecordKind
+    package var body: [UInt8]
+    package var hash: [UInt8]
+
+    package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: KeyedHash?) -> [UInt8] {
+        if let key {
+            // Absorbed in place, from a state that has the key block already: this runs once per
+            // record on every write, import and replay of a keyed log.
+            return key.hash { absorber in
+                absorber.absorb(previous)
+                withUnsafeBytes(of: sequence.bigEndian) { absorber.absorb($0) }
+                withUnsafeBytes(of: kind.rawValue) { absorber.absorb($0) }
+                if body.withContiguousStorageIfAvailable({ absorber.absorb(UnsafeRawBufferPointer($0)) }) == nil { absorber.absorb(Array(body)) }
+            }
+        }
+        // One buffer, filled in place: this runs once per record on every write and replay.
+        var input = [UInt8]()
+        input.reserveCapacity(previous.count + 9 + body.count)
+        input.append(contentsOf: previous)
+        withUnsafeBytes(of: sequence.bigEndian) { input.append(contentsOf: $0) }
+        input.append(kind.rawValue)
+        input.append(contentsOf: body)
+        return GenericHash.hash(input, length: hashLength)
+    }
+
+    package func encoded() -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(1 + body.count + hash.count)
+        bytes.append(kind.rawValue)
+        bytes.append(contentsOf: body)
+        bytes.append(contentsOf: hash)
+        return bytes
+    }
+
+    /// Splits a stored record; the body is not decoded here.
+    package init(decoding bytes: [UInt8], sequence: UInt64) throws(ChronicleError) {
+        guard bytes.count > 1 + Self.hashLength else {
+            throw .corruptRecord(sequence: sequence, reason: "record of \(bytes.count) bytes is too short")
+        }
+        guard let kind = RecordKind(rawValue: bytes[0]) else {
+            throw .corruptRecord(sequence: sequence, reason: "unknown record kind \(bytes[0])")
+        }
+        self.kind = kind
+        body = Array(bytes[1..<(bytes.count - Self.hashLength)])
+        hash = Array(bytes[(bytes.count - Self.hashLength)...])
+    }
+
+    package init(kind: RecordKind, body: [UInt8], hash: [UInt8]) {
+        self.kind = kind
+        self.body = body
+        self.hash = hash
+    }
+
+    /// The event in this record, or an error naming the sequence.
+    package func event(sequence: UInt64) throws(ChronicleError) -> Event {
+        guard kind == .event else { throw .corruptRecord(sequence: sequence, reason: "record is not an event") }
+        do {
+            return try Event(decoding: body)
+        } catch {
+            throw .corruptRecord(sequence: sequence, reason: error.description)
+        }
+    }
+}
