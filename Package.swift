@@ -54,11 +54,22 @@ let package = Package(
         // The formats: records, heads, events, ranges, keys and their bounds; no LMDB.
         .target(name: "ChronicleFormat", dependencies: ["ChronicleSodium"]),
 
+        // The log: the only module that touches LMDB. It cannot see the facade above it (Store,
+        // keys, the keyring, the replicator): the store hands it LogOptions and prepared changes.
+        .target(
+            name: "ChronicleLog",
+            dependencies: [
+                "ChronicleFormat", "ChronicleLMDB", "ChronicleSodium",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // The domain.
         .target(
             name: "Chronicle",
             dependencies: [
                 "ChronicleFormat",
+                "ChronicleLog",
                 "ChronicleLMDB",
                 "ChronicleSodium",
                 .product(name: "Logging", package: "swift-log"),
@@ -92,7 +103,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleTests",
             dependencies: [
-                "Chronicle", "ChronicleTesting", "ChronicleLMDB", "ChronicleSodium", "chronicle-stress",
+                "Chronicle", "ChronicleTesting", "ChronicleFormat", "ChronicleLog", "ChronicleLMDB", "ChronicleSodium", "chronicle-stress",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "InMemoryLogging", package: "swift-log"),

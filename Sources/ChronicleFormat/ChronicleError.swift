@@ -96,3 +96,28 @@ public enum ChronicleError: Error, Sendable, Equatable, CustomStringConvertible,
 
     public var errorDescription: String? { description }
 }
+
+extension ChronicleError {
+    /// What went wrong, without a byte of the value: errors and logs may be read by anyone, and
+    /// the value may be a secret. `DecodingError`/`EncodingError` descriptions quote values and
+    /// dictionary keys, so only their kind and the types involved are kept.
+    package static func valueFreeDescription(of error: any Error) -> String {
+        switch error {
+        case let error as DecodingError:
+            switch error {
+            case let .typeMismatch(type, _): return "JSON: a value is not of type \(type)"
+            case let .valueNotFound(type, _): return "JSON: a value of type \(type) is missing"
+            case .keyNotFound: return "JSON: a key the type needs is missing"
+            case .dataCorrupted: return "JSON: the stored data is not valid for the type"
+            @unknown default: return "JSON: the stored value does not decode"
+            }
+        case let error as EncodingError:
+            switch error {
+            case let .invalidValue(value, _): return "a value of type \(type(of: value)) cannot be encoded as JSON"
+            @unknown default: return "the value cannot be encoded as JSON"
+            }
+        case let error as DecodeFailure: return error.description  // written here, never quoting a value
+        default: return "\(type(of: error))"
+        }
+    }
+}

@@ -1,4 +1,5 @@
 @_spi(Tools) @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleTesting
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 @_spi(Wire) @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting
@@ -52,7 +53,7 @@ struct CarrierAbuseTests {
         store[.groupTheme] = "dark"
         try store.set("s3cr3t", for: .groupToken)
         let eventLog = try store.eventLog
-        let own = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        let own = try eventLog.keyRecords.readKeyRecords { txn in try eventLog.keyRecords.wrappedKeys(txn) }
         let model = try #require(own.first)
         var extra = [MetaKey.activeKey]
         if deletingOwnKeyRecords { extra += own.flatMap { [MetaKey.wrappedKey($0.id), MetaKey.travelKey($0.id)] } }

@@ -1,4 +1,5 @@
 @_spi(Wire) @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting

@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleTesting
 import Foundation
 import Subprocess

@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleLog
 import Testing
 
 /// The replicator's decisions, without a store or a peer: where a pull starts and starts over,

@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting

@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleTesting
 import Foundation
@@ -99,7 +100,7 @@ struct TamperEvidenceTests {
         }
         // Nothing was written: the forged store is as the forger left it.
         let inspected = try Store(directory: directory)  // opened without the key: reads plain values, mints nothing
-        #expect(try inspected.eventLog.readKeyRecords { txn in try inspected.eventLog.activeKeyID(txn) } == nil)
+        #expect(try inspected.eventLog.keyRecords.readKeyRecords { txn in try inspected.eventLog.keyRecords.activeKeyID(txn) } == nil)
     }
 
     /// Once a replica's events carry authenticators, a later one without is reported by `verify`:

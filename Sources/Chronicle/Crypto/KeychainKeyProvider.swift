@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 #if canImport(Security)
 import ChronicleSodium
 public import Foundation

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 import ChronicleSodium
 import Synchronization
@@ -30,7 +31,7 @@ extension Keyring: EventVerifier {
     /// Unwraps every data key of this store that its key source opens (for `verify`).
     /// - Throws: `.corruptMeta` when the key records cannot be listed.
     func unwrapLocalKeys() throws {
-        for id in try eventLog.readKeyRecords({ txn in try eventLog.wrappedKeyIDs(txn) }) { _ = try? dataKey(id) }
+        for id in try keyRecords.readKeyRecords({ txn in try keyRecords.wrappedKeyIDs(txn) }) { _ = try? dataKey(id) }
     }
 
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
@@ -122,14 +123,14 @@ extension Keyring {
         guard isMember else { return Self.screenWithoutKeyring(range, minimum: travelLimits) }
         var screening = KeyScreening()
         var derivations = 0
-        var known = try eventLog.readKeyRecords { txn in Set(try eventLog.wrappedKeyIDs(txn)) }
+        var known = try keyRecords.readKeyRecords { txn in Set(try keyRecords.wrappedKeyIDs(txn)) }
         var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
         for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
         for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
         var waiting: Set<KeyID>?  // read only when a record names no event of the batch
         // The batch's own records first, those most of its events name first; then the records
         // earlier batches left waiting, oldest first (a record sent again is tried once).
-        let deferred = try eventLog.deferredKeyRecords()
+        let deferred = try keyRecords.deferredKeyRecords()
         let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
         let waitingRecords = deferred.filter { item in !range.keys.contains(item.record) }
         let candidates = ownRecords.map { item in
@@ -144,7 +145,7 @@ extension Keyring {
             // A member stores the record that opens; another record under an id it holds is junk to it.
             if known.contains(record.id) { continue }
             if quarantineID == nil, !named.contains(record.id) {
-                if waiting == nil { waiting = try eventLog.waitingKeyIDs() }
+                if waiting == nil { waiting = try keyRecords.waitingKeyIDs() }
                 guard waiting?.contains(record.id) == true else { continue }
             }
             if let problem = Self.boundsProblem(record, minimum: travelLimits) {

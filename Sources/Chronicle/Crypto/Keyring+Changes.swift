@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import ChronicleSodium
 import Foundation
 import Synchronization
@@ -10,13 +11,13 @@ extension Keyring {
     func changeSource(to newSource: Source) throws {
         // Every Argon2id run (unwrapping with the old source, one fresh salt for the new) happens
         // before the write transaction.
-        let records = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
         var unwrapped: [KeyID: SecureBytes] = [:]
         for record in records { unwrapped[record.id] = try unwrap(record) }
         let wrapping = try wrappingKey(for: newSource, reusing: nil)
-        _ = try eventLog.writeKeyRecords { txn, _ in
+        _ = try keyRecords.writeKeyRecords { txn, _ in
             let now = UnixMilliseconds.now()
-            let keys = try eventLog.wrappedKeys(txn).map { record in
+            let keys = try keyRecords.wrappedKeys(txn).map { record in
                 guard let key = unwrapped[record.id] ?? state.withLock({ $0.dataKeys[record.id] }) else {
                     throw ChronicleError.storeUnavailable(reason: "a data key arrived during the change of key source; change it again")
                 }
@@ -25,7 +26,7 @@ extension Keyring {
             for (record, key) in keys {
                 let wrapped = try WrappedKey.wrap(
                     key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)
-                try eventLog.putWrappedKey(wrapped, txn)
+                try keyRecords.putWrappedKey(wrapped, txn)
             }
         }
         state.withLock { state in
@@ -36,16 +37,16 @@ extension Keyring {
 
     /// Makes a new data key active; older keys keep opening older events.
     func rotate() throws -> KeyID {
-        try eventLog.writeKeyRecords { txn, _ in
+        try keyRecords.writeKeyRecords { txn, _ in
             let (id, _) = try createKey(txn)
-            try eventLog.setActiveKeyID(id, txn)
+            try keyRecords.setActiveKeyID(id, txn)
             return id
         }
     }
 
     /// Every wrapped data key (never a plaintext key).
     func wrappedKeys() throws -> [WrappedKey] {
-        try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
     }
 
     /// Stores wrapped keys received from another replica, after checking that each unwraps here.
@@ -58,8 +59,8 @@ extension Keyring {
             }
         }
         let unwrapped = try fresh.map { ($0, try unwrap($0)) }  // all or nothing: .wrongKey before any write
-        try eventLog.writeKeyRecords { txn, _ in
-            for (record, _) in unwrapped { try eventLog.putWrappedKey(record, txn) }
+        try keyRecords.writeKeyRecords { txn, _ in
+            for (record, _) in unwrapped { try keyRecords.putWrappedKey(record, txn) }
         }
         state.withLock { state in
             for (record, key) in unwrapped { state.dataKeys[record.id] = key }
@@ -76,11 +77,11 @@ extension Keyring {
     func prepareTravelKeys() throws {
         guard case let .passphrase(passphrase, _) = sourceValue else { return }
         let travel = travelLimits
-        let missing = try eventLog.readKeyRecords { txn in
+        let missing = try keyRecords.readKeyRecords { txn in
             var missing: [WrappedKey] = []
-            for record in try eventLog.wrappedKeys(txn) where record.kind == .passphrase {
+            for record in try keyRecords.wrappedKeys(txn) where record.kind == .passphrase {
                 let cheap = record.limits.opsLimit < travel.opsLimit || record.limits.memLimit < travel.memLimit
-                if cheap, try !eventLog.hasTravelKey(record.id, txn) { missing.append(record) }
+                if cheap, try !keyRecords.hasTravelKey(record.id, txn) { missing.append(record) }
             }
             return missing
         }
@@ -94,16 +95,16 @@ extension Keyring {
             try WrappedKey.wrap(
                 try dataKey(record.id), id: record.id, kind: .passphrase, salt: salt, limits: travel, created: record.created, kek: kek)
         }
-        _ = try eventLog.writeKeyRecords { txn, _ in
-            for record in records { try eventLog.putTravelKey(record, txn) }
+        _ = try keyRecords.writeKeyRecords { txn, _ in
+            for record in records { try keyRecords.putTravelKey(record, txn) }
         }
     }
 
     /// Every wrapped data key as it travels (never a plaintext key).
     func exportForTravel() throws -> [WrappedKey] {
         try prepareTravelKeys()
-        return try eventLog.readKeyRecords { txn in
-            try eventLog.wrappedKeyIDs(txn).compactMap { id in try eventLog.travelKey(id, txn) }
+        return try keyRecords.readKeyRecords { txn in
+            try keyRecords.wrappedKeyIDs(txn).compactMap { id in try keyRecords.travelKey(id, txn) }
         }
     }
 }

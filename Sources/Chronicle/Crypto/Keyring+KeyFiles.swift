@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import ChronicleSodium
 import Foundation
 import Synchronization

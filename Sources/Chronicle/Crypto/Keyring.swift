@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 import ChronicleSodium
 import Synchronization
@@ -67,15 +68,16 @@ final class Keyring: EventSealer {
     }
 
     let state: Mutex<State>
-    let eventLog: EventLog
+    /// The log's key records: all the keyring holds of the log.
+    let keyRecords: KeyRecords
     /// `true` when the store was opened with an explicit key source: a member of a sync
     /// group, which authenticates every event it writes and verifies every event it imports.
     let isMember: Bool
     /// The Argon2id cost at which passphrase-wrapped keys travel, and the least accepted from a peer.
     let travelLimits: PasswordHash.Limits
 
-    private init(eventLog: EventLog, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits) {
-        self.eventLog = eventLog
+    private init(keyRecords: KeyRecords, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits) {
+        self.keyRecords = keyRecords
         self.state = Mutex(State(source: source))
         self.isMember = isMember
         self.travelLimits = travelLimits
@@ -83,14 +85,14 @@ final class Keyring: EventSealer {
 
     // MARK: - Opening
 
-    /// Opens the keyring of `eventLog` with the configured key source.
+    /// Opens the keyring of a log's key records with the configured key source.
     ///
     /// With an explicit key source, a store without a data key gets one now,
     /// and an existing one must unwrap (else `.wrongKey`, before anything is
     /// written). Without one, the default key file is used and created lazily.
     /// - Parameter source: the key source already read (a copy of an open store, whose
     ///   configuration keeps no passphrase); else the configuration's.
-    static func open(eventLog: EventLog, configuration: Store.Configuration, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
+    static func open(keyRecords: KeyRecords, configuration: Store.Configuration, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
         do {
             for cost in [configuration.keyDerivationCost, configuration.travelKeyCost] {
                 if let problem = cost.problem { throw ChronicleError.invalidArgument(problem) }
@@ -98,7 +100,7 @@ final class Keyring: EventSealer {
             let source = try given ?? configuration.keySource.map { try Source($0, cost: configuration.keyDerivationCost) }
                 ?? defaultSource()
             let keyring = Keyring(
-                eventLog: eventLog, source: source, isMember: configuration.keySource != nil,
+                keyRecords: keyRecords, source: source, isMember: configuration.keySource != nil,
                 travelLimits: configuration.travelKeyCost.limits)
             try keyring.prepare(create: configuration.keySource != nil)
             return .success(keyring)
@@ -109,15 +111,15 @@ final class Keyring: EventSealer {
 
     /// Checks that the active key unwraps (or creates the first key) and installs the chain key.
     private func prepare(create: Bool) throws {
-        let (active, chainKeyID) = try eventLog.readKeyRecords { txn in
-            (try eventLog.activeKeyID(txn), try eventLog.chainKeyID(txn))
+        let (active, chainKeyID) = try keyRecords.readKeyRecords { txn in
+            (try keyRecords.activeKeyID(txn), try keyRecords.chainKeyID(txn))
         }
         if let active {
             let key = try dataKey(active)
             if chainKeyID == nil {
                 // A store keyed by format 1 after its first events (every `Store.standard` with a
                 // secret) never got a keyed chain: key it from here on.
-                _ = try eventLog.writeKeyRecords { txn, head in try eventLog.keyChain(with: active, dataKey: key, txn, &head) }
+                _ = try keyRecords.writeKeyRecords { txn, head in try keyRecords.keyChain(with: active, dataKey: key, txn, &head) }
             }
         } else if create {
             try refuseIfActiveKeyWasRemoved()
@@ -127,11 +129,11 @@ final class Keyring: EventSealer {
                 _ = try passphraseKEK(passphrase, salt: salt, limits: limits)
                 state.withLock { $0.firstKeySalt = salt }
             }
-            try eventLog.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
+            try keyRecords.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
         }
-        let chain = try eventLog.readKeyRecords { txn in try eventLog.chainKeyID(txn) }
+        let chain = try keyRecords.readKeyRecords { txn in try keyRecords.chainKeyID(txn) }
         if let chain, let key = try? dataKey(chain) {
-            eventLog.chainKeys.install(id: chain, from: key)
+            keyRecords.chainKeys.install(id: chain, from: key)
         }
     }
 
@@ -141,7 +143,7 @@ final class Keyring: EventSealer {
     /// someone who can write the store's files can add records here, and they could do worse).
     /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
     private func refuseIfActiveKeyWasRemoved() throws {
-        let records = try eventLog.readKeyRecords { txn in try eventLog.wrappedKeys(txn) }
+        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
         for record in records {
             guard (try? unwrap(record)) != nil else { continue }
             throw ChronicleError.corruptMeta(
@@ -155,12 +157,12 @@ final class Keyring: EventSealer {
 
     /// The key that seals new events, created (and, on an empty log, made the chain key) when absent.
     func activeKey(_ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> (KeyID, SecureBytes) {
-        if let id = try eventLog.activeKeyID(txn) {
+        if let id = try keyRecords.activeKeyID(txn) {
             return (id, try dataKey(id, txn))
         }
         let (id, key) = try createKey(txn)
-        try eventLog.setActiveKeyID(id, txn)
-        try eventLog.keyChain(with: id, dataKey: key, txn, &head)
+        try keyRecords.setActiveKeyID(id, txn)
+        try keyRecords.keyChain(with: id, dataKey: key, txn, &head)
         return (id, key)
     }
 
@@ -168,7 +170,7 @@ final class Keyring: EventSealer {
     func createKey(_ txn: borrowing LogTransaction) throws -> (KeyID, SecureBytes) {
         let id = KeyID.random()
         let key = try SecureBytes(randomCount: AEAD.keyBytes)
-        try eventLog.putWrappedKey(try wrapForStorage(key, id: id, txn), txn)
+        try keyRecords.putWrappedKey(try wrapForStorage(key, id: id, txn), txn)
         state.withLock { $0.dataKeys[id] = key }
         return (id, key)
     }
@@ -176,7 +178,7 @@ final class Keyring: EventSealer {
     /// Wraps a data key with this replica's KEK (reusing the active key's salt, so no new Argon2 run).
     private func wrapForStorage(_ key: SecureBytes, id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey {
         var reuse: (salt: [UInt8], limits: PasswordHash.Limits)?
-        if let active = try eventLog.activeKeyID(txn), let record = try? eventLog.wrappedKey(active, txn), record.kind == .passphrase {
+        if let active = try keyRecords.activeKeyID(txn), let record = try? keyRecords.wrappedKey(active, txn), record.kind == .passphrase {
             reuse = (record.salt, record.limits)
         } else if case let .passphrase(_, limits) = sourceValue, let salt = state.withLock({ $0.firstKeySalt }) {
             reuse = (salt, limits)  // derived in `prepare`, outside the transaction
@@ -215,12 +217,12 @@ final class Keyring: EventSealer {
 
     func dataKey(_ id: KeyID) throws -> SecureBytes {
         if let key = state.withLock({ $0.dataKeys[id] }) { return key }
-        return try eventLog.readKeyRecords { txn in try dataKey(id, txn) }
+        return try keyRecords.readKeyRecords { txn in try dataKey(id, txn) }
     }
 
     func dataKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> SecureBytes {
         if let key = state.withLock({ $0.dataKeys[id] }) { return key }
-        guard let record = try eventLog.wrappedKey(id, txn) else {
+        guard let record = try keyRecords.wrappedKey(id, txn) else {
             throw ChronicleError.keyUnavailable(reason: "data key \(id) is not on this replica (import the group's keys)")
         }
         let key = try unwrap(record)

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 /// A typed key: its name, its type, its default and its sync policy.
 ///
 /// Every entry point of the store takes a `Key`: `store[key]`, `value(for:)`, `set(_:for:)`,

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 /// The base class of typed keys, and the namespace you extend to declare them.
 ///
 /// Declare keys once, as static members of an extension, and use them with

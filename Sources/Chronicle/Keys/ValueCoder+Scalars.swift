@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 
 /// A stored primitive payload, read as whichever primitive type asks for it, when that type

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 
 /// How a value's payload is encoded. Stored in every event and view entry.

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 
 /// One event of the log: what ``Store/logEntries(in:)`` returns and ``Store/changes(after:)``

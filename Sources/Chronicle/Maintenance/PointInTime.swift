@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 
 /// A point in a log, for point-in-time copies.

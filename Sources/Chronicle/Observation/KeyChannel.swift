@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Synchronization
 
 /// The observations of one key through one store, for one value type: the key is

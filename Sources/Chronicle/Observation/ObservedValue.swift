@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 #if canImport(Observation)
 public import Observation
 

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 /// What `$property` gives for ``Default`` and ``Secret`` properties.
 public struct KeyProjection<Value: Codable & Sendable>: Sendable {
     let store: Store

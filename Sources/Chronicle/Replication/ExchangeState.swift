@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 /// The decisions of one exchange with a peer, apart from every read, write and request: where
 /// the pull starts and when it starts over, whether the remote went back in time, where the push
 /// starts and what it leaves out, and which mailbox file marks what a device relies on.

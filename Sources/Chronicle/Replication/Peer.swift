@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 
 /// A replication peer: a name for reports and logs, and a transport.

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 extension Store {
     /// What peers sent that this replica set aside instead of applying, oldest first: events
     /// and wrapped keys that failed authentication or validation, each with its reason and source.

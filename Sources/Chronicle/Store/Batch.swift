@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 /// The changes of one ``Store/write(_:)`` call, committed together in one transaction.
 ///
 /// A batch collects changes; nothing is written until the closure returns.

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 
 /// One revision of a key, from its history.

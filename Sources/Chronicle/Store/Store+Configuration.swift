@@ -1,3 +1,4 @@
+import ChronicleLog
 import ChronicleFormat
 import Foundation
 import ChronicleSodium
@@ -58,5 +59,19 @@ extension Store {
             self.maxValueSize = maxValueSize
             self.initialMapSize = initialMapSize
         }
+    }
+}
+
+extension Store.Configuration {
+    /// What the log takes of this configuration.
+    var logOptions: LogOptions {
+        let sync: LogOptions.Durability =
+            switch durability {
+            case .durable: .durable
+            case .noMetaSync: .noMetaSync
+            case let .noSync(interval): .noSync(flushInterval: interval)
+            }
+        return LogOptions(
+            initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: sync)
     }
 }

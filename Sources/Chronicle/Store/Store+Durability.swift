@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 
 extension Store {

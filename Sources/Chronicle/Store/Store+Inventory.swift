@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 extension Store {
     /// Removes the values of several keys in one transaction, a tombstone each: their
     /// defaults show again. Returns after the commit is durable.

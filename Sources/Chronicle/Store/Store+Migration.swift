@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 
 /// Ways in for existing data, and renames as events.

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 extension Store {
     /// Reads `key`, lets `body` change the value, and writes the result, atomically: no write of
     /// another thread or process lands between the read and the write (two processes each adding

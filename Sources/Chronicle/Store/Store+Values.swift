@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 import Foundation
 
 /// A key with a value type and a default: ``Key`` or ``SecretKey``.

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import ChronicleLog
 public import Foundation
 import Logging
 import Synchronization
@@ -47,10 +48,10 @@ public final class Store: Sendable {
         for cost in [configuration.keyDerivationCost, configuration.travelKeyCost] {
             if let problem = cost.problem { throw .invalidArgument(problem) }
         }
-        let lease = try EventLogRegistry.lease(directory: directory, configuration: configuration)
+        let lease = try EventLogRegistry.lease(directory: directory, configuration: configuration.logOptions)
         self.backend = .success(lease)
         self.directory = directory
-        self.crypto = Keyring.open(eventLog: lease.eventLog, configuration: configuration, source: keySource)
+        self.crypto = Keyring.open(keyRecords: lease.eventLog.keyRecords, configuration: configuration, source: keySource)
         // The keyring holds the key material in secure memory now: keep no passphrase string.
         var kept = configuration
         kept.keySource = configuration.keySource?.redacted

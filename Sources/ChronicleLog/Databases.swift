@@ -1,0 +1,33 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+
+/// The names of the environment's databases and of the `meta` entries.
+package struct Databases: Sendable {
+    package let meta: Database
+    package let events: Database
+    package let dots: Database
+    package let history: Database
+    package let defaults: Database
+    package let secrets: Database
+    package let peers: Database
+    /// Events stamped beyond the clock-drift guard, waiting for local time: `HLC ‖ sequence` → empty.
+    package let deferred: Database
+    /// Items peers sent that failed authentication or validation: `u64 id` → ``QuarantineRecord``.
+    package let quarantine: Database
+
+    package init(environment: Environment) throws {
+        meta = try environment.openDatabase(named: "meta")
+        events = try environment.openDatabase(named: "events")
+        dots = try environment.openDatabase(named: "dots")
+        history = try environment.openDatabase(named: "history")
+        defaults = try environment.openDatabase(named: "defaults")
+        secrets = try environment.openDatabase(named: "secrets")
+        peers = try environment.openDatabase(named: "peers")
+        deferred = try environment.openDatabase(named: "deferred")
+        quarantine = try environment.openDatabase(named: "quarantine")
+    }
+
+    package func view(_ domain: Domain) -> Database {
+        domain == .defaults ? defaults : secrets
+    }
+}

@@ -1,0 +1,166 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+import Foundation
+
+/// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
+extension EventLog {
+    /// Every current entry of a view, in key order.
+    package func viewEntries(_ domain: Domain) throws -> [(name: String, entry: ViewEntry)] {
+        try environment.read { txn in try viewEntries(domain, txn) }
+    }
+
+    package func viewEntries(_ domain: Domain, _ txn: borrowing Transaction) throws -> [(name: String, entry: ViewEntry)] {
+        var entries: [(name: String, entry: ViewEntry)] = []
+        try txn.scan(dbs.view(domain)) { key, value in
+            let name = String(decoding: key, as: UTF8.self)
+            entries.append((name, try ViewEntry.decoding(value, key: name)))
+            return true
+        }
+        return entries
+    }
+
+    /// The log's events with sequence in `range`, oldest first, checking the hash chain from the start.
+    package func events(in range: ClosedRange<UInt64>) throws -> [CommittedEvent] {
+        try environment.read { txn in
+            var events: [CommittedEvent] = []
+            _ = try replayLog(txn, upTo: range.upperBound) { sequence, event in
+                if range.contains(sequence) {
+                    let hash = try txn.get(dbs.events, key: sequence.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: sequence).hash } ?? []
+                    events.append(try streamed(event, sequence, hash: hash, txn))
+                }
+            }
+            return events
+        }
+    }
+
+    /// An event as the change stream and the tools show it: whether it is current or held back, and its chain hash.
+    private func streamed(_ event: Event, _ sequence: UInt64, hash: [UInt8], _ txn: borrowing Transaction) throws -> CommittedEvent {
+        var committed = CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))
+        // Only an event that is not current can be held back (one lookup less for nearly every event).
+        committed.isHeldBack = try !committed.isWinner
+            && txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+        committed.chainHash = hash
+        return committed
+    }
+
+    /// Of the events at `sequences` that the drift guard held back when they were read, those it
+    /// has let into their views since (one snapshot), with whether each is current now; the chain
+    /// hash of the record at `position` (empty for 0 or none); and the log's epoch in that snapshot.
+    package func releasedEvents(_ sequences: [UInt64], position: UInt64) throws -> (events: [CommittedEvent], position: [UInt8], epoch: LogEpoch) {
+        try environment.read { txn in
+            let hash = try txn.get(dbs.events, key: position.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: position).hash } ?? []
+            var released: [CommittedEvent] = []
+            for sequence in sequences {
+                guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { continue }
+                let record = try LogRecord(decoding: bytes, sequence: sequence)
+                guard record.kind == .event else { continue }
+                let event = try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn)
+                if !event.isHeldBack { released.append(event) }
+            }
+            return (released, hash, try Self.epoch(txn, dbs))
+        }
+    }
+
+    /// Whether the log record at `sequence` has the chain hash `hash` (a checkpoint still names
+    /// the same point of the same log), and the log's epoch.
+    package func recordMatches(sequence: UInt64, hash: [UInt8]) throws -> (matches: Bool, epoch: LogEpoch) {
+        try environment.read { txn in
+            let epoch = try Self.epoch(txn, dbs)
+            guard sequence > 0 else { return (true, epoch) }
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (false, epoch) }
+            return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
+        }
+    }
+
+    /// Up to `limit` events after sequence `after`, oldest first, and the last sequence looked
+    /// at (records that are no events, such as anchors and opaque events, are passed over).
+    /// One snapshot; the chain is `verify`'s to check.
+    /// Also the log's epoch in that snapshot: a compaction renumbers the log and draws a new one.
+    package func events(after: UInt64, limit: Int) throws -> (events: [CommittedEvent], through: UInt64, epoch: LogEpoch) {
+        return try environment.read { txn in
+            let epoch = try Self.epoch(txn, dbs)
+            guard after < UInt64.max else { return ([], after, epoch) }
+            var events: [CommittedEvent] = []
+            var through = after
+            try txn.scanInPlace(dbs.events, from: (after + 1).bigEndianBytes) { key, value in
+                guard let sequence = UInt64(bigEndianBytes: Array(key)) else {
+                    throw ChronicleError.corruptRecord(sequence: through, reason: "a log key of \(key.count) bytes")
+                }
+                let record = try LogRecord(decoding: Array(value), sequence: sequence)
+                if record.kind == .event {
+                    events.append(try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn))
+                }
+                through = sequence
+                return events.count < limit
+            }
+            return (events, through, epoch)
+        }
+    }
+
+    /// Whether the event at `sequence` is its key's current entry in the view.
+    private func isCurrent(_ event: Event, _ sequence: UInt64, _ txn: borrowing Transaction) throws -> Bool {
+        guard let bytes = try txn.get(dbs.view(event.domain), key: Array(event.key.utf8)) else { return false }
+        return try ViewEntry.decoding(bytes, key: event.key).sequence == sequence
+    }
+
+    /// Every key with a current entry, by domain and name, with its number of revisions.
+    package func catalog() throws -> [KeyInfo] {
+        try environment.read { txn in
+            var infos: [KeyInfo] = []
+            for domain in Domain.allCases {
+                for (name, entry) in try viewEntries(domain, txn) {
+                    let prefix = HistoryKey.prefix(domain: domain, name: name)
+                    var revisions = 0
+                    try txn.scan(dbs.history, from: prefix) { key, _ in
+                        guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+                        revisions += 1
+                        return true
+                    }
+                    infos.append(
+                        KeyInfo(
+                            name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,
+                            lastWriter: entry.replica, lastChanged: entry.hlc, isSealed: entry.sealed, isRemoved: entry.op == .remove))
+                }
+            }
+            return infos
+        }
+    }
+
+    /// Sizes and counts of every database, from one snapshot.
+    package func statistics() throws -> StoreStatistics {
+        let fileBytes = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? NSNumber)??.intValue ?? 0
+        // Environment figures take the environment's lock themselves: read them outside the transaction.
+        let usedBytes = environment.usedBytes
+        let mapSize = environment.mapSize
+        return try environment.read { txn in
+            let relayOnly = try relayOnlySpace(txn)
+            return StoreStatistics(
+                replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
+                records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
+                dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
+                dataKeys: try keyRecords.wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
+                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
+                mapSize: mapSize)
+        }
+    }
+
+    /// Copies every wrapped data key this log holds into `target` (those it lacks).
+    package func copyKeyRecords(to target: EventLog) throws {
+        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
+        _ = try target.keyRecords.writeKeyRecords { txn, _ in try target.keyRecords.addWrappedKeys(records, txn) }
+    }
+
+    /// Shrinks the data file at `path` to the pages in use (`mdb_env_copy2`, then
+    /// an atomic rename), keeping the store's identity. No process may have it open.
+    package static func reclaimSpace(path: String) throws {
+        // The new file has a new inode (kept by the rename): record it in the copy before it
+        // replaces the file, so no opener, crash or power cut ever sees the store as a copy.
+        try Environment.compactFile(at: path) { scratch in
+            let environment = try Environment(path: scratch, options: .init())
+            let dbs = try Databases(environment: environment)
+            try environment.write { txn in
+                try txn.put(dbs.meta, key: MetaKey.home, value: EventLog.fileIdentity(directory: scratch))
+            }
+        }
+    }
+}

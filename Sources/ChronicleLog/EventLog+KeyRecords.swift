@@ -1,0 +1,230 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+package import ChronicleSodium
+
+/// The transaction the log layer lends to the code above it (sealing and key
+/// records) for the length of one operation. Only the log layer reads or
+/// writes through it; callers hand it back to the named operations below.
+package typealias LogTransaction = Transaction
+
+/// What the log layer asks of the crypto code while it appends an event: seal
+/// its payload in place, inside the write transaction (so a new data key and
+/// the event that first uses it commit together).
+package protocol EventSealer: Sendable {
+    /// Seals the event's payload (sets `sealed` and replaces the payload with an envelope).
+    func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+    /// Sets the event's authenticator: a keyed MAC over its canonical encoding.
+    func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+}
+
+/// What the log layer asks of the crypto code while it imports a range: whether an event
+/// is authenticated by a member of the sync group. Runs inside the write transaction, so it
+/// uses only keys unwrapped beforehand (never Argon2id).
+package protocol EventVerifier: Sendable {
+    /// Whether the store verifies what it imports (a member): only then does its log hold only
+    /// authenticated events, and an unauthenticated one after its replica's authenticated ones is damage.
+    var isMember: Bool { get }
+    /// `nil` when the event is authentic, else why not.
+    func verify(_ event: Event) -> String?
+    /// Whether this verifier holds the data key `id` (unwrapped).
+    func holdsKey(_ id: KeyID) -> Bool
+    /// `nil` when an item of a newer format carries, at the end where every format keeps it
+    /// (docs/FORMAT.md, 3.4), a valid authenticator under a key this verifier holds; else why not,
+    /// and whether it names a key this verifier does not hold (it may verify once that arrives).
+    func verifyOpaque(_ bytes: [UInt8]) -> (problem: String, awaitingKey: Bool)?
+    /// ``verify(_:encoded:)`` of each event (`encoded` is empty or one per event), all at once:
+    /// pure, so it runs before the import transaction takes the write lock, on every core.
+    func verifyAll(_ events: [Event], encoded: [[UInt8]?]) -> [String?]
+}
+
+// MARK: - Key records
+
+extension EventLog {
+    /// The key records of this log: what the keyring holds instead of the log.
+    package var keyRecords: KeyRecords { KeyRecords(log: self) }
+}
+
+/// The data-key records of `meta` (`dk/<id>`, `dk.active`, `chain.key`, travel and alternate
+/// keys) and the key records the quarantine holds, as named operations: what the keyring holds
+/// of a log. It never sees the schema, and cannot write an event, read a view or import a range.
+package struct KeyRecords: Sendable {
+    private let log: EventLog
+
+    init(log: EventLog) { self.log = log }
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    /// The chain keys the log hashes with (the keyring installs them once it opens a key).
+    package var chainKeys: ChainKeys { log.chainKeys }
+
+    /// The key records an earlier import set aside for want of derivation budget, oldest first.
+    package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] { try log.deferredKeyRecords() }
+
+    /// The key ids that quarantined events waiting for their key name.
+    package func waitingKeyIDs() throws -> Set<KeyID> { try log.waitingKeyIDs() }
+
+    /// Runs `body` in a read transaction.
+    package func readKeyRecords<R>(_ body: (borrowing LogTransaction) throws -> R) throws -> R {
+        try environment.read { txn in try body(txn) }
+    }
+
+    /// Runs `body` in a write transaction with the log head, which is written back when `body` returns.
+    package func writeKeyRecords<R>(_ body: (borrowing LogTransaction, inout LogHead) throws -> R) throws -> R {
+        try log.withHead(.always, body)
+    }
+
+    /// The id of the key that seals new events, if any.
+    package func activeKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+        try txn.get(dbs.meta, key: MetaKey.activeKey).map { try KeyID(metaEntry: "active key", $0) }
+    }
+
+    package func setActiveKeyID(_ id: KeyID, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.activeKey, value: id.bytes)
+    }
+
+    /// The id of the data key whose chain subkey keys the hash chain (`nil`: an unkeyed chain).
+    package func chainKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+        try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
+    }
+
+    /// Keys the hash chain with data key `id` from now on, when it is not keyed yet: appends a
+    /// chain-key record (hashed with the new key) naming the key, so the log itself says where
+    /// its chain became keyed and no edit of `meta` can turn it back. Returns whether it did.
+    @discardableResult
+    package func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
+        guard head.chainKeyID == nil else { return false }
+        chainKeys.install(id: id, from: dataKey)
+        try appendChainKeyRecord(id, txn, &head)
+        try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
+        try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
+        head.chainKeyID = id
+        return true
+    }
+
+    /// Appends the record that keys the chain from itself on with data key `id`'s chain subkey.
+    package func appendChainKeyRecord(_ id: KeyID, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
+        try log.appendRecord(.chainKey, body: id.bytes, key: try chainKeys.key(id), txn, &head)
+    }
+
+    /// The wrapped data key `id`, or `nil` when this replica does not hold it.
+    package func wrappedKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+        guard let bytes = try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) else { return nil }
+        do { return try WrappedKey(decoding: bytes) } catch {
+            throw ChronicleError.corruptKeyRecord(id: id.description, reason: error.description)
+        }
+    }
+
+    /// The ids of every wrapped data key, in key order.
+    package func wrappedKeyIDs(_ txn: borrowing LogTransaction) throws -> [KeyID] {
+        var ids: [KeyID] = []
+        try txn.scan(dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
+            guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
+            ids.append(try KeyID(metaEntry: "wrapped key name", key.dropFirst(MetaKey.wrappedKeyPrefix.count)))
+            return true
+        }
+        return ids
+    }
+
+    /// Every wrapped data key (never a plaintext key).
+    package func wrappedKeys(_ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+        try wrappedKeyIDs(txn).compactMap { id in try wrappedKey(id, txn) }
+    }
+
+    /// The wrapped data key `id` as it travels: its travel wrap when it has one, else as stored.
+    package func travelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+        if let bytes = try txn.get(dbs.meta, key: MetaKey.travelKey(id)) {
+            do { return try WrappedKey(decoding: bytes) } catch {
+                throw ChronicleError.corruptKeyRecord(id: id.description, reason: "travel wrap: \(error.description)")
+            }
+        }
+        return try wrappedKey(id, txn)
+    }
+
+    /// Whether data key `id` has a travel wrap.
+    package func hasTravelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> Bool {
+        try txn.get(dbs.meta, key: MetaKey.travelKey(id)) != nil
+    }
+
+    /// Stores the travel wrap of a data key.
+    package func putTravelKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.travelKey(record.id), value: record.encoded())
+    }
+
+    /// Stores a wrapped data key (replacing a record with the same id).
+    package func putWrappedKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+        try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: record.encoded())
+    }
+
+    /// Stores each wrapped key this log does not hold yet; returns how many were new. A different
+    /// record under an id it holds is kept as an alternate to relay: at most ``alternatesPerKey``
+    /// per id, a new one replacing the oldest alternate (the first record is never replaced).
+    /// A carrier that squats an id before the real record arrives, or floods it after, must send
+    /// more than that many records between the real one's arrival and the first member's pull.
+    @discardableResult
+    package func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
+        var added = 0
+        let now = UnixMilliseconds.now()
+        for record in records {
+            let encoded = record.encoded()
+            guard let existing = try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) else {
+                try putWrappedKey(record, txn)
+                added += 1
+                continue
+            }
+            guard existing != encoded else { continue }
+            try addAlternate(encoded, id: record.id, arrival: now, txn)
+        }
+        return added
+    }
+
+    /// Keeps `record` (a wrapped key's bytes, of any version) as an alternate under `id`, unless
+    /// it is there already; the oldest alternate gives way past ``alternatesPerKey``.
+    package func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing LogTransaction) throws {
+        let alternates = try alternateEntries(id, txn)
+        guard !alternates.contains(where: { $0.value == record }) else { return }
+        if alternates.count >= Self.alternatesPerKey, let oldest = alternates.min(by: { $0.arrival < $1.arrival }) {
+            try txn.delete(dbs.meta, key: oldest.key)
+        }
+        try txn.put(dbs.meta, key: MetaKey.alternateKey(id, record, arrival: arrival), value: record)
+    }
+
+    /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
+    /// relay, as alternates under the key id every version keeps at the same place: only records
+    /// an item of the batch names (`named`), of at most ``newerKindRecordLimit`` bytes.
+    package func addNewerKindKeys(_ records: [[UInt8]], named: Set<KeyID>, _ txn: borrowing LogTransaction) throws {
+        let now = UnixMilliseconds.now()
+        for record in records where record.count <= Self.newerKindRecordLimit {
+            guard let id = WrappedKey.keyID(ofRecord: record), named.contains(id) else { continue }
+            try addAlternate(record, id: id, arrival: now, txn)
+        }
+    }
+
+    /// The largest key record of a newer build kept to relay (today's are about 140 bytes).
+    package static let newerKindRecordLimit = 4096
+
+    /// The alternate records under key id `id` that this build cannot decode (a newer build's).
+    package func newerKindKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [[UInt8]] {
+        try alternateEntries(id, txn).map(\.value).filter { WrappedKey.isOfNewerKind($0) }
+    }
+
+    /// The most alternate records a store keeps under one key id.
+    package static let alternatesPerKey = 16
+
+    /// The alternate records kept under key id `id`, with their `meta` keys and arrival (0: before it was recorded).
+    private func alternateEntries(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [(key: [UInt8], arrival: UInt64, value: [UInt8])] {
+        let prefix = MetaKey.alternateKeyPrefix + id.bytes
+        var entries: [(key: [UInt8], arrival: UInt64, value: [UInt8])] = []
+        try txn.scan(dbs.meta, from: prefix) { key, value in
+            guard key.starts(with: prefix) else { return false }
+            let arrival = key.count == prefix.count + 16 ? UInt64(bigEndianBytes: Array(key[prefix.count..<prefix.count + 8])) ?? 0 : 0
+            entries.append((key, arrival, value))
+            return true
+        }
+        return entries
+    }
+
+    /// The alternate records kept under key id `id`.
+    package func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+        try alternateEntries(id, txn).compactMap { try? WrappedKey(decoding: $0.value) }
+    }
+}

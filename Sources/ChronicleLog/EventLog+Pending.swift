@@ -1,0 +1,252 @@
+package import ChronicleFormat
+import ChronicleLMDB
+import ChronicleSodium
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Changes made with the non-throwing forms (`store[key] = value`, `@Default`/`@Secret`
+/// setters) between the moment they return and the moment their commit is durable.
+///
+/// They are queued for the group committer at once, in order with every other local write of
+/// this process, and committed moments later on a background queue; until then reads and
+/// observers of this process see them here. A crash of the process or the machine in those
+/// moments loses them (never anything older); a power cut never damages the store.
+/// A key's entry as the next local commit finds it: a queued local change of it (`ticket`: its
+/// place among local writes), else the committed view's entry (`ticket` nil).
+package struct VisibleEntry {
+    package var entry: ViewEntry
+    package var ticket: UInt64?
+
+    package init(entry: ViewEntry, ticket: UInt64?) {
+        self.entry = entry
+        self.ticket = ticket
+    }
+}
+
+extension EventLog {
+    /// The most changes of the non-throwing forms queued at once: beyond it, they wait for their
+    /// own commit (ten group-commit transactions' worth; a trickle never gets near it).
+    package static let maxQueuedChanges = 10_240
+}
+
+package struct PendingWrites: ~Copyable {
+    package struct Key: Hashable {
+        package var domain: Domain
+        package var name: String
+    }
+
+    package struct Entry {
+        package var ticket: UInt64
+        package var change: PendingChange
+    }
+
+    package var entries: [Key: Entry] = [:]
+    package var lastTicket: UInt64 = 0
+}
+
+extension EventLog {
+    /// Queues `changes` for a commit moments from now and returns at once; reads and observers
+    /// of this process see them from now on. When the commit fails, the values revert
+    /// (observers hear the stored value again), the failure is published to the store's write
+    /// failures and the next ``flush()`` throws it.
+    package func enqueue(_ changes: [PendingChange]) throws {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        if pendingCount.load(ordering: .relaxed) >= Self.maxQueuedChanges {
+            // Back pressure: a writer faster than the disk waits for its own commit (a thread only
+            // ever waits on its own ticket), so the queue, and what a crash can lose, stays bounded.
+            do { _ = try commitVisibly(changes) } catch {
+                let failure = ChronicleError.wrap(mappedDiskError(error))
+                logger.error(
+                    "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                    metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
+                recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: lastTicket)
+            }
+            return
+        }
+        // The completion holds the log: what is queued is committed even when every store on it
+        // is released meanwhile (the registry hands a reopen this same log while it lives).
+        let queued = try queueVisibly(committer, { _ in changes }) { tickets in
+            { result in
+                switch result {
+                case .success: self.settle(changes, tickets, failure: nil)
+                case let .failure(error): self.settle(changes, tickets, failure: ChronicleError.wrap(self.mappedDiskError(error)), report: true)
+                }
+            }
+        }
+        queued?.leader?.start()  // outside the lock that orders local writes
+    }
+
+    /// Commits `changes` and returns once they are committed (durably, in the durable mode),
+    /// blocking the calling thread; reads and observers of this process see them from the call
+    /// on, in the order of every local write, whatever its form. When the commit fails, they
+    /// revert (observers hear the stored value again) and the error is thrown.
+    package func commitVisibly(_ changes: [PendingChange]) throws -> [CommittedEvent] {
+        try commitVisibly(building: { _ in changes }) ?? []
+    }
+
+    /// Commits the changes `build` makes of the keys' entries as the commit will find them
+    /// (read-then-write: a rename), blocking like ``commitVisibly(_:)``. `build` runs under the
+    /// lock that orders local writes, so no local write lands between its reads and the commit;
+    /// changes of others (imports, other processes) are caught by the changes' expected orders.
+    /// - Returns: `nil` when `build` made no change.
+    package func commitVisibly(building build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]) throws -> [CommittedEvent]? {
+        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        guard let (place, tickets, changes, _) = try queueVisibly(committer, build, completion: nil), let place else { return nil }
+        do {
+            let committed = try committer.wait(place)
+            settle(changes, tickets, failure: nil)
+            return committed
+        } catch {
+            settle(changes, tickets, failure: ChronicleError.wrap(mappedDiskError(error)), report: false)  // the caller hears it
+            throw error
+        }
+    }
+
+    /// Makes the changes `build` returns visible to reads and observers and takes their place in
+    /// the commit queue, under one lock: commits, reads and observers all see local writes in the
+    /// order of the calls. `nil` when `build` returns no change.
+    /// - Parameter completion: makes, from the changes' tickets, what the committer calls with
+    ///   their result (nobody waits: the place returned is `nil`); `nil` for a caller that waits.
+    private func queueVisibly(
+        _ committer: GroupCommitter<[PendingChange], [CommittedEvent]>,
+        _ build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange],
+        completion: (([UInt64]) -> GroupCommitter<[PendingChange], [CommittedEvent]>.Completion)?
+    ) throws -> (place: GroupCommitter<[PendingChange], [CommittedEvent]>.Place?, tickets: [UInt64], changes: [PendingChange],
+        leader: GroupCommitter<[PendingChange], [CommittedEvent]>.Leader?)? {
+        try pending.withLock { pending in
+            let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
+            let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
+                if let queued = queuedEntries[PendingWrites.Key(domain: domain, name: name)] {
+                    return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
+                }
+                return try self.committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
+            }
+            let changes = try build(lookup)
+            guard !changes.isEmpty else { return nil }
+            // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
+            // since the committer wipes the originals as soon as their transaction is over.
+            var queued = changes
+            var visible = changes
+            var tickets: [UInt64] = []
+            for index in queued.indices {
+                pending.lastTicket += 1
+                tickets.append(pending.lastTicket)
+                queued[index].ticket = pending.lastTicket
+                visible[index].ticket = pending.lastTicket
+                if queued[index].sealer != nil { visible[index].payload = queued[index].payload.withUnsafeBufferPointer { Array($0) } }
+                pending.entries[PendingWrites.Key(domain: visible[index].domain, name: visible[index].key)] = PendingWrites.Entry(
+                    ticket: pending.lastTicket, change: visible[index])
+            }
+            pendingCount.add(changes.count, ordering: .releasing)
+            // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
+            observers.publishPending(visible)
+            if let completion {
+                return (nil, tickets, changes, committer.enqueue(queued, completion: completion(tickets)))
+            }
+            return (committer.enqueue(queued), tickets, changes, nil)
+        }
+    }
+
+    /// Waits until every change queued so far by the non-throwing forms is committed (durably,
+    /// in the durable mode). Costs one atomic load when nothing is queued. Never call it on
+    /// the committer's own path (inside a commit or a completion).
+    package func settlePending() throws {
+        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return }
+        _ = try committer.wait(pending.withLock { _ in committer.enqueue([]) })
+    }
+
+    /// Calls `done` once every change queued so far by the non-throwing forms is committed,
+    /// without blocking a thread (at once when nothing is queued).
+    package func settlePending(then done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return done(.success(())) }
+        let leader = pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
+        leader?.start()
+    }
+
+    /// The last ticket handed out: a flush covers the changes queued up to it.
+    package var lastTicket: UInt64 { pending.withLock { $0.lastTicket } }
+
+    /// Makes every change made so far by this process durable: commits what the non-throwing
+    /// forms queued, then (in the `.noMetaSync` and `.noSync` modes) flushes the file.
+    /// - Throws: the first failure of a write queued before the call that no flush reported yet.
+    package func flush() throws {
+        let through = lastTicket
+        do {
+            try settlePending()
+            try flushFile()
+        } catch {
+            // The queued writes' own failure, when one was recorded, says more than this one.
+            throw takeFailure(through: through)?.error ?? error
+        }
+        if let failure = takeFailure(through: through) { throw failure.error }
+    }
+
+    /// Writes the data file back to the disk in the `.noMetaSync` and `.noSync` modes (every
+    /// commit already did in the durable mode).
+    package func flushFile() throws {
+        if environment.syncMode != .durable { try environment.flush() }
+    }
+
+    /// Forgets the pending entries of committed (or failed) changes, unless a later change of the
+    /// same key replaced them. On `failure` the values revert (observers hear the stored value
+    /// again); with `report` (nobody waited for the change) it is logged, recorded for the next
+    /// flush and published to the store's write failures.
+    private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failure: ChronicleError?, report: Bool = false) {
+        var forgotten = pending.withLock { pending -> [PendingChange] in
+            var forgotten: [PendingChange] = []
+            for (change, ticket) in zip(changes, tickets) {
+                let key = PendingWrites.Key(domain: change.domain, name: change.key)
+                if pending.entries[key]?.ticket == ticket, let entry = pending.entries.removeValue(forKey: key) { forgotten.append(entry.change) }
+            }
+            return forgotten
+        }
+        // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
+        for index in forgotten.indices where forgotten[index].sealer != nil { Sodium.wipe(&forgotten[index].payload) }
+        if failure != nil { observers.publishReset() }
+        if let failure, report {
+            logger.error(
+                "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
+                metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
+            recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: tickets.last ?? lastTicket)
+        }
+        // Last: a settle that sees the count reach zero finds the failure recorded.
+        pendingCount.subtract(changes.count, ordering: .releasing)
+    }
+
+    /// Records the order the queued change `ticket` commits with, for a read-then-write that read
+    /// it; call under the lock that orders local writes while the change is still queued, and
+    /// ``unwatch(ticket:)`` afterwards.
+    package func watch(ticket: UInt64) {
+        watchedTickets.withLock { watched in
+            if watched.updateValue(nil, forKey: ticket) == nil { watchedCount.add(1, ordering: .releasing) }
+        }
+    }
+
+    package func unwatch(ticket: UInt64) {
+        watchedTickets.withLock { watched in
+            if watched.removeValue(forKey: ticket) != nil { watchedCount.subtract(1, ordering: .releasing) }
+        }
+    }
+
+    /// The key's entry as this process reads it: a queued local change (with its ticket), else
+    /// the committed view entry.
+    package func visibleEntry(_ domain: Domain, _ name: String) throws -> VisibleEntry? {
+        if pendingCount.load(ordering: .acquiring) > 0,
+            let queued = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)] })
+        {
+            return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
+        }
+        return try committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
+    }
+
+    /// The change to `name` queued and not yet committed, as a view entry (unsealed), if any.
+    ///
+    /// One atomic load when nothing is pending (the common read).
+    package func pendingEntry(_ domain: Domain, _ name: String) -> ViewEntry? {
+        guard pendingCount.load(ordering: .acquiring) > 0 else { return nil }
+        guard let change = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)]?.change }) else { return nil }
+        return ViewEntry(pending: change)
+    }
+}

@@ -1,0 +1,418 @@
+package import ChronicleFormat
+import Foundation
+import Synchronization
+import Logging
+package import ChronicleLMDB
+import ChronicleSodium
+
+extension EventLog {
+    // MARK: - Checkpoints
+
+    /// The checkpoint stored under `key` (sequence 0 when none).
+    package func checkpoint(_ key: CheckpointKey) throws -> CheckpointValue {
+        try environment.read { txn in
+            try txn.get(dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
+        }
+    }
+
+    package func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
+        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.encoded()) }
+    }
+
+    /// This log's epoch: renewed whenever its sequence numbers are rewritten.
+    package func epoch() throws -> LogEpoch {
+        try environment.read { txn in try Self.epoch(txn, dbs) }
+    }
+
+    package static func epoch(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogEpoch {
+        guard let bytes = try txn.get(dbs.meta, key: MetaKey.epoch) else { return .zero }
+        guard let epoch = LogEpoch(bytes: bytes) else {
+            throw ChronicleError.corruptMeta(entry: "epoch", reason: "\(bytes.count) bytes, not \(LogEpoch.byteCount)")
+        }
+        return epoch
+    }
+
+    // MARK: - Export
+
+    /// Cuts the range of this log after `after`: at most `maxEvents` events and
+    /// about `maxBytes` bytes (at least one event), with the wrapped keys they need
+    /// (for their seals and their authenticators), each in its travel wrap when it has one.
+    /// Events this build cannot read travel as the opaque bytes they arrived as.
+    /// - Parameter skipping: sequences not to send (what was pulled from the receiver itself),
+    ///   ascending and disjoint; the range still covers them, as it covers events its filter leaves out.
+    package func exportRange(
+        after: UInt64, filter: RangeFilter?, excluding: ReplicaID?, maxEvents: Int, maxBytes: Int, through last: UInt64 = .max,
+        skipping: [ClosedRange<UInt64>] = []
+    ) throws -> EventRange {
+        try environment.read { txn in
+            let head = try LogHead.read(txn, dbs)
+            let start = min(after, head.sequence)
+            var events: [Event] = []
+            var opaque: [OpaqueEvent] = []
+            var keyIDs: [KeyID] = []
+            var bytes = 0
+            var upTo = start
+            var window = 0  // the first window of `skipping` not wholly before the record scanned
+            func full(_ size: Int) -> Bool {
+                events.count + opaque.count > 0 && (events.count + opaque.count >= maxEvents || bytes + size > maxBytes)
+            }
+            try txn.scan(dbs.events, from: (start + 1).bigEndianBytes) { key, value in
+                guard let sequence = UInt64(bigEndianBytes: key), sequence <= last else { return false }
+                // The scan is ascending, so one cursor walks the windows (no search per record).
+                while window < skipping.count, skipping[window].upperBound < sequence { window += 1 }
+                if window < skipping.count, skipping[window].contains(sequence) {
+                    upTo = sequence
+                    return true
+                }
+                let record = try LogRecord(decoding: value, sequence: sequence)
+                switch record.kind {
+                case .anchor, .chainKey:
+                    break  // records of this log's own chain: nothing to send
+                case .opaque:
+                    // Newer formats relay with every manual sync, never with automatic pushes.
+                    if filter == nil || filter == .syncable {
+                        guard let item = OpaqueEvent(relayRecord: record.body) else {
+                            throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
+                        }
+                        if full(item.bytes.count) { return false }
+                        opaque.append(item)
+                        bytes += item.bytes.count + 16
+                        if let (id, _) = Event.trailingAuthenticator(item.bytes), !keyIDs.contains(id) { keyIDs.append(id) }
+                    }
+                case .event:
+                    let event = try record.event(sequence: sequence)
+                    if filter?.admits(event) ?? true, event.origin != excluding {
+                        if full(event.payload.count) { return false }
+                        events.append(event)
+                        bytes += event.payload.count + 64
+                        if event.sealed, let envelope = try? Envelope(decoding: event.payload), !keyIDs.contains(envelope.keyID) {
+                            keyIDs.append(envelope.keyID)
+                        }
+                        if let id = event.authenticator?.keyID, !keyIDs.contains(id) { keyIDs.append(id) }
+                    }
+                }
+                upTo = sequence
+                return true
+            }
+            // Each key as it travels, and any alternate records this store relays under its id.
+            let keys = try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
+            var range = EventRange(
+                source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
+                afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: events, opaque: opaque)
+            range.opaqueKeys = try keyIDs.flatMap { id in try keyRecords.newerKindKeys(id, txn) }
+            return range
+        }
+    }
+
+    /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
+    package func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
+        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
+            return LogHead.empty.chain
+        }
+        return Array(bytes.suffix(LogRecord.hashLength))
+    }
+
+    package func chainHash(at sequence: UInt64) throws -> [UInt8] {
+        try environment.read { txn in try chainHash(at: sequence, txn) }
+    }
+
+    // MARK: - Import
+
+    /// Applies a received range in one transaction.
+    ///
+    /// New events are appended and indexed, known ones skipped. What fails validation or
+    /// authentication is set aside in the quarantine with its reason and `source`, never
+    /// applied and never relayed, and never stops the rest: the checkpoint advances in the
+    /// same transaction. Events of newer formats are stored and relayed as opaque bytes.
+    /// Key records were screened before the transaction (no Argon2id runs inside it).
+    ///
+    /// - Returns: the receipt, and the sequences the range's own items took in this log,
+    ///   ascending and coalesced: its sender holds every one of them, so a replicator need not
+    ///   push them back to it. Items the import let out of the quarantine (which came from
+    ///   whoever sent them before) are not among them.
+    package func importRangeReportingReceived(
+        _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
+        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
+    ) throws -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
+        var committed: [CommittedEvent] = []
+        var fromRange: [UInt64] = []
+        let received: [[UInt8]?] = range.receivedBytes.count == range.events.count ? range.receivedBytes : Array(repeating: nil, count: range.events.count)
+        // Verified before the write lock is taken (verification needs no transaction), on every core.
+        let verdicts = verifier?.verifyAll(range.events, encoded: received)
+        let receipt = try withHead(.whenChanged) { txn, head in
+            committed = []
+            fromRange = []  // a write may run its body twice, after growing the map
+            var receipt = RangeReceipt()
+            receipt.received = range.events.count + range.opaque.count
+            let now = UnixMilliseconds.now()
+            var space: QuarantineSpace?  // read when the first item is set aside
+            committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds).promoted
+            for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
+            receipt.keys = try keyRecords.addWrappedKeys(keys.accepted, txn)
+            // A newer build's key records: a store that verifies nothing keeps them to relay; a member cannot open them.
+            if verifier == nil { try keyRecords.addNewerKindKeys(range.opaqueKeys, named: range.namedKeyIDs, txn) }
+            for (record, reason, detail) in keys.rejected {
+                try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, &space, txn)
+                receipt.quarantined += 1
+            }
+            var candidates = range.events
+            var encodings = received
+            // A verdict per candidate when a verifier checks them: `.some(nil)` authentic, `.some(reason)` not.
+            var candidateVerdicts: [String??] = verdicts.map { $0.map { .some($0) } } ?? Array(repeating: nil, count: candidates.count)
+            var opaqueItems = range.opaque
+            if let verifier, receipt.keys > 0 {
+                // Items set aside because their key had not arrived get another look now that it has
+                // (released only when they verify).
+                let released = try releaseQuarantined(verifiedBy: verifier, txn)
+                candidates += released.events
+                encodings += Array(repeating: nil, count: released.events.count)
+                candidateVerdicts += Array(repeating: .some(nil), count: released.events.count)
+                opaqueItems += released.opaque
+            }
+            var relaySpace: (total: QuarantineSpace, source: QuarantineSpace)?  // relay-only records, read when first needed
+            for index in candidates.indices {
+                let (event, encoded) = (candidates[index], encodings[index])
+                if let (screening, detail) = try screen(
+                    event, verdict: candidateVerdicts[index], verifier: verifier, requireSealedDefaults: requireSealedDefaults, txn)
+                {
+                    switch screening {
+                    case .duplicate:
+                        receipt.duplicates += 1
+                    case .relayOnly:
+                        // A store that verifies nothing cannot tell which of two events with one identity
+                        // is genuine: it keeps the first, and stores and relays this one unapplied, so a
+                        // carrier that squats an identity here cannot censor a member's real event.
+                        let bytes = encoded ?? event.encoded()
+                        let held = try txn.get(dbs.dots, key: Self.opaqueKey(bytes)) != nil  // a duplicate takes no room
+                        guard try held || relayRoom(bytes.count, source: source, &relaySpace, txn) else {
+                            try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
+                            receipt.quarantined += 1
+                            continue
+                        }
+                        if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: bytes, reason: detail), txn, &head) {
+                            receipt.opaque += 1
+                            if index < range.events.count { fromRange.append(head.sequence) }
+                        } else {
+                            receipt.duplicates += 1
+                        }
+                    case let .reject(reason):
+                        try quarantine(.event, reason, detail: detail, bytes: encoded ?? event.encoded(), source: source, now: now, &space, txn)
+                        receipt.quarantined += 1
+                    }
+                    continue
+                }
+                let deferred = event.hlc.milliseconds > UnixMilliseconds.adding(driftMilliseconds, to: now)
+                if !deferred { head.hlc = max(head.hlc, event.hlc) }
+                // The log holds the current format only: an item of version 1 is logged re-encoded (FORMAT.md 3.2).
+                let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded?.first == Event.formatVersion ? encoded : nil)
+                if deferred {
+                    try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+                    receipt.deferred += 1
+                }
+                receipt.applied += 1
+                if index < range.events.count { fromRange.append(sequence) }
+                committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
+            }
+            for (offset, item) in opaqueItems.enumerated() {
+                if item.counter > Event.maxCounter || item.origin == writer {
+                    let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
+                    try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, &space, txn)
+                    receipt.quarantined += 1
+                    continue
+                }
+                if let verifier {
+                    // A member keeps (and so relays) only what a member of its group authenticated.
+                    if let (problem, awaiting) = verifier.verifyOpaque(item.bytes) {
+                        try quarantine(.event, awaiting ? .awaitingKey : .unauthenticated, detail: problem, bytes: item.bytes, source: source, now: now, &space, txn)
+                        receipt.quarantined += 1
+                        continue
+                    }
+                } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, source: source, &relaySpace, txn) {
+                    try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, source: source, now: now, &space, txn)
+                    receipt.quarantined += 1
+                    continue
+                }
+                // An opaque event claims no identity: it is deduplicated by its bytes, so a carrier's
+                // "newer format" squat can never stand in the way of a member's real event.
+                if try appendOpaque(item, txn, &head) {
+                    receipt.opaque += 1
+                    if offset < range.opaque.count { fromRange.append(head.sequence) }
+                } else {
+                    receipt.duplicates += 1
+                }
+            }
+            // A range that brings nothing new writes no head (`.whenChanged`), and no checkpoint
+            // that did not change: the transaction then commits nothing.
+            if let checkpoint {
+                let value = CheckpointValue(sequence: checkpoint.value, chain: checkpoint.chain).encoded()
+                if try txn.get(dbs.peers, key: checkpoint.key.bytes) != value { try txn.put(dbs.peers, key: checkpoint.key.bytes, value: value) }
+            }
+            return receipt
+        }
+        if !committed.isEmpty { observers.publish(committed) }
+        if receipt.deferred > 0 { schedulePromotion(at: try nextPromotion()) }
+        return (receipt, Self.coalesced(fromRange.sorted()))
+    }
+
+    /// Ascending sequences as the fewest closed ranges.
+    package static func coalesced(_ sequences: [UInt64]) -> [ClosedRange<UInt64>] {
+        var ranges: [ClosedRange<UInt64>] = []
+        for sequence in sequences {
+            if let last = ranges.last, last.upperBound &+ 1 == sequence {
+                ranges[ranges.count - 1] = last.lowerBound...sequence
+            } else if ranges.last?.contains(sequence) != true {
+                ranges.append(sequence...sequence)
+            }
+        }
+        return ranges
+    }
+
+    /// What an import does with one event: nothing (apply it), skip it, or quarantine it.
+    private enum Screening: Equatable {
+        case duplicate
+        /// Kept and relayed, never applied (a store that verifies nothing met a second version of an identity).
+        case relayOnly
+        case reject(QuarantinedItem.Reason)
+    }
+
+    /// Checks one received event against this log; `nil` when it is new and may be applied.
+    /// `verdict` is what `verifier` said of it (`nil` inside: authentic), when there is a verifier.
+    private func screen(
+        _ event: Event, verdict: String??, verifier: (any EventVerifier)?, requireSealedDefaults: Bool, _ txn: borrowing Transaction
+    ) throws -> (Screening, String)? {
+        guard event.counter <= Event.maxCounter else {
+            return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
+        }
+        guard event.payload.count <= maxReceivedPayload else {
+            return (.reject(.tooLarge), "a payload of \(event.payload.count) bytes; this store accepts values up to \(maxReceivedPayload - Envelope.overhead)")
+        }
+        if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
+            guard known != 0 else { return (.duplicate, "") }  // compacted away here: known, content no longer comparable
+            guard let bytes = try txn.get(dbs.events, key: known.bigEndianBytes) else {
+                throw ChronicleError.corruptRecord(sequence: known, reason: "in the dots index but missing from the log")
+            }
+            let record = try LogRecord(decoding: bytes, sequence: known)
+            if record.kind == .event, try record.event(sequence: known) == event { return (.duplicate, "") }
+            let detail = "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
+            guard let verifier else { return (.relayOnly, detail) }
+            // A member holds only authenticated events: the newcomer is a forgery, or the group's
+            // key was used to write two events under one identity.
+            if let problem = verdict ?? verifier.verify(event) { return (.reject(.unauthenticated), problem) }
+            return (.reject(.conflictingIdentity), detail)
+        }
+        if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs) {
+            return (.duplicate, "")  // compacted away here: known, content no longer comparable
+        }
+        if event.origin == writer {
+            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
+        }
+        if let verifier, let problem = verdict ?? verifier.verify(event) {
+            // Named a key this member does not hold (yet): it waits for the key, whole.
+            if let id = event.authenticator?.keyID, !verifier.holdsKey(id) { return (.reject(.awaitingKey), problem) }
+            return (.reject(.unauthenticated), problem)
+        }
+        if !event.sealed && (event.domain == .secrets || requireSealedDefaults) {
+            return (.reject(.unsealed), event.domain == .secrets ? "an unsealed secret" : "an unsealed value; this store seals every value")
+        }
+        return nil
+    }
+
+    /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never
+    /// meets a 24-byte dot). Opaque records are known by their bytes, never by the identity they claim.
+    package static func opaqueKey(_ bytes: [UInt8]) -> [UInt8] { [0x4F] + GenericHash.hash(bytes) }
+
+    /// Appends a relay-only record (an event this build cannot read, or a second version of an
+    /// identity at a store that verifies nothing) unless the same bytes are stored already;
+    /// returns whether it appended.
+    @discardableResult
+    package func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
+        let key = Self.opaqueKey(item.bytes)
+        guard try txn.get(dbs.dots, key: key) == nil else { return false }
+        let sequence = try appendRecord(.opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID), txn, &head)
+        try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
+        return true
+    }
+
+    /// Moves events whose time has come from the drift guard's waiting list into the views,
+    /// advancing the local clock past each (so the user's next change of the key wins over it).
+    ///
+    /// Writes the clock to `meta` itself (the head MAC does not cover it), so callers that do
+    /// not write the head afterwards keep the advance.
+    /// - Returns: the promoted events (for observers), and when the next waiting event is
+    ///   due (Unix ms), if any waits.
+    @discardableResult
+    package static func promoteDeferred(
+        _ txn: borrowing Transaction, _ dbs: Databases, head: inout LogHead, now: UInt64, driftMilliseconds: UInt64
+    ) throws -> (promoted: [CommittedEvent], nextDue: UInt64?) {
+        var due: [([UInt8], UInt64)] = []
+        var nextDue: UInt64?
+        try txn.scan(dbs.deferred) { key, _ in
+            guard key.count == 16, let hlc = UInt64(bigEndianBytes: Array(key.prefix(8))),
+                let sequence = UInt64(bigEndianBytes: Array(key.suffix(8)))
+            else { return false }
+            let milliseconds = HLC(rawValue: hlc).milliseconds
+            guard milliseconds <= UnixMilliseconds.adding(driftMilliseconds, to: now) else {
+                nextDue = milliseconds - driftMilliseconds  // > now, so no underflow
+                return false
+            }
+            due.append((key, sequence))
+            return true
+        }
+        var promoted: [CommittedEvent] = []
+        for (key, sequence) in due {
+            if let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) {
+                let event = try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence)
+                let won = try indexView(event, sequence: sequence, txn, dbs)
+                promoted.append(CommittedEvent(sequence: sequence, event: event, isWinner: won))
+                head.hlc = max(head.hlc, event.hlc)
+            }
+            try txn.delete(dbs.deferred, key: key)
+        }
+        if !promoted.isEmpty { try txn.put(dbs.meta, key: MetaKey.hlc, value: head.hlc.rawValue.bigEndianBytes) }
+        return (promoted, nextDue)
+    }
+
+    /// Promotes the drift guard's events whose time has come, and schedules the next promotion.
+    package func promoteDue() throws {
+        let (promoted, nextDue) = try environment.write { txn in
+            var head = try LogHead.read(txn, dbs)
+            return try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+        }
+        if !promoted.isEmpty { observers.publish(promoted) }
+        schedulePromotion(at: nextDue)
+    }
+
+    /// Promotes waiting events when the first one's time comes (`nil`: none waits, as seen by
+    /// the caller's transaction), whether or not anything else is written by then. A timer due
+    /// earlier is kept: callers race (an import that just deferred an event, a commit that saw
+    /// none waiting), and a timer that wakes for nothing only re-reads the waiting list.
+    package func schedulePromotion(at due: UInt64?) {
+        guard let due else { return }
+        promotionTimer.withLock { timer in
+            if let current = timer, current.due <= due, !current.task.isCancelled { return }
+            timer?.task.cancel()
+            let task = Task.detached { [weak self] in
+                let now = UnixMilliseconds.now()
+                try? await Task.sleep(for: .milliseconds(due > now ? due - now : 0) + .milliseconds(1))
+                guard !Task.isCancelled, let self else { return }
+                self.promotionTimer.withLock { timer in if timer?.due == due { timer = nil } }
+                do { try await BlockingWork.run { try self.promoteDue() } } catch {
+                    self.logger.error("promoting events held by the drift guard failed", metadata: ["error": "\(error)"])
+                }
+            }
+            timer = (task, due)
+        }
+    }
+
+    /// When the first event held by the drift guard is due (Unix ms), if any waits.
+    package func nextPromotion() throws -> UInt64? {
+        try environment.read { txn in
+            var next: UInt64?
+            try txn.scanInPlace(dbs.deferred) { key, _ in
+                if key.count == 16 { next = HLC(rawValue: UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))).milliseconds }
+                return false
+            }
+            return next.map { $0 > driftMilliseconds ? $0 - driftMilliseconds : 0 }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+import ChronicleSodium
+
+extension EventLog {
+    /// What a replay found besides the events it visited.
+    package struct Replay {
+        /// Records read.
+        package var records = 0
+        /// Whether the chain was keyed at the end of the log.
+        package var keyed = false
+        /// The first sequence the chain is keyed at, if it is.
+        package var keyedFrom: UInt64?
+    }
+
+    /// Visits every log record in order, checking the hash chain and decoding
+    /// each event. Throws at the first bad record, naming its sequence.
+    ///
+    /// The chain is unkeyed until a chain-key record, and keyed (with that record's key) from
+    /// it on; a store keyed by format 1 (`chain.key` in `meta`, no `chain.inlog`) is keyed from
+    /// its first record.
+    @discardableResult
+    package func replayLog(
+        _ txn: borrowing Transaction, upTo limit: UInt64 = .max, opaque visitOpaque: ((UInt64, OpaqueEvent) throws -> Void)? = nil,
+        _ visit: (UInt64, Event) throws -> Void
+    ) throws -> Replay {
+        var previous = LogHead.empty.chain
+        let legacy = try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil
+        var hashKey = legacy ? try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID) : nil
+        var keyedFrom: UInt64? = hashKey == nil ? nil : 1
+        var expected: UInt64 = 1
+        var count = 0
+        try txn.scanInPlace(dbs.events) { key, value in
+            guard key.count == 8 else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
+            }
+            let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+            guard sequence <= limit else { return false }
+            guard sequence == expected else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
+            }
+            // Split in place: kind ‖ body ‖ hash, reading the record straight from the map.
+            guard value.count > 1 + LogRecord.hashLength, let kind = RecordKind(rawValue: value[0]) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
+            }
+            let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
+            if kind == .chainKey {
+                // From this record on the chain is keyed (the record itself included).
+                guard let id = KeyID(bytes: body) else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "a chain-key record of \(body.count) bytes")
+                }
+                hashKey = try chainKeys.key(id)
+                keyedFrom = keyedFrom ?? sequence
+            }
+            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
+            // Integrity of local data, not a secret: a plain comparison is enough.
+            guard hash.elementsEqual(value[(value.count - LogRecord.hashLength)...]) else {
+                throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
+            }
+            previous = hash
+            if kind == .anchor {
+                guard sequence == 1 else { throw ChronicleError.corruptRecord(sequence: sequence, reason: "an anchor record after the start of the log") }
+                do { _ = try Anchor(decoding: Array(body)) } catch {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "anchor: \(error)")
+                }
+            } else if kind == .event {
+                switch Event.parse(body) {
+                case let .success(.event(event)): try visit(sequence, event)
+                case let .success(.opaque(opaque)): throw ChronicleError.corruptRecord(sequence: sequence, reason: opaque.reason)
+                case let .failure(error): throw ChronicleError.corruptRecord(sequence: sequence, reason: error.description)
+                }
+            } else if kind == .opaque {
+                // Kept as received, never applied; it must still carry an identity.
+                guard let item = OpaqueEvent(relayRecord: body) else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
+                }
+                try visitOpaque?(sequence, item)
+            }
+            expected += 1
+            count += 1
+            return true
+        }
+        return Replay(records: count, keyed: hashKey != nil, keyedFrom: keyedFrom)
+    }
+
+    /// Drops the views and the history index and rebuilds them from the log, in one transaction.
+    /// Events stamped beyond the drift guard wait outside the views, as on import.
+    /// On any bad record nothing changes.
+    ///
+    /// The winners and index keys are gathered in memory during one pass over
+    /// the log, then written in key order with `MDB_APPEND`, so a replay costs
+    /// one sequential read of the log and sequential writes of the indexes.
+    package func rebuildViews() throws {
+        let limit = UnixMilliseconds.adding(driftMilliseconds, to: UnixMilliseconds.now())
+        try environment.write { txn in
+            // One dictionary lookup per event: the key's history (in ascending sequence order,
+            // as the log is read) and its current winner.
+            var keys: [[String: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
+            var waiting: [[UInt8]] = []
+            var latest = try LogHead.read(txn, dbs).hlc
+            _ = try replayLog(txn) { sequence, event in
+                let held = event.hlc.milliseconds > limit
+                if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
+                keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
+                if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
+            }
+            for database in [dbs.defaults, dbs.secrets, dbs.history, dbs.deferred] { try txn.clear(database) }
+            for domain in Domain.allCases {
+                let replayed = keys[Int(domain.rawValue)]
+                // History keys sort by (domain, name length, name, sequence); views by name bytes.
+                let prefixes = replayed.keys.map { (HistoryKey.prefix(domain: domain, name: $0), $0) }
+                    .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (prefix, name) in prefixes {
+                    for sequence in replayed[name]?.sequences ?? [] {
+                        try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
+                    }
+                }
+                let names = replayed.keys.map { (Array($0.utf8), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+                for (key, name) in names {
+                    guard let winner = replayed[name]?.winner else { continue }
+                    try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
+                }
+            }
+            waiting.sort { $0.lexicographicallyPrecedes($1) }
+            for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
+            try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)
+        }
+        observers.publishReset()
+    }
+
+    /// Checks what `meta` says of the log against the log itself: a store with a data key of
+    /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
+    private func verifyHead(_ txn: borrowing Transaction, keyed: Bool, records: Int) throws {
+        let head = try LogHead.read(txn, dbs)
+        guard UInt64(records) == head.sequence else {
+            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(records)")
+        }
+        if try txn.get(dbs.meta, key: MetaKey.activeKey) != nil, !keyed {
+            throw ChronicleError.corruptMeta(
+                entry: "chain.key", reason: "this store has a data key but its hash chain is not keyed: the chain was downgraded or rewritten")
+        }
+        guard keyed, let key = try chainKeys.key(head.chainKeyID) else { return }
+        guard let stored = try txn.get(dbs.meta, key: MetaKey.headMAC) else {
+            // Stores keyed by format 1 get their head MAC with their next write.
+            if try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil { return }
+            throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head of a keyed log has no MAC")
+        }
+        guard Sodium.constantTimeEqual(stored, try head.mac(txn, dbs, key: key)) else {
+            throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head's MAC does not verify: meta was edited")
+        }
+    }
+
+    /// Checks the log and the views without changing anything.
+    ///
+    /// With a `verifier` (the store's keyring), every authenticator under a key it holds must
+    /// verify, and no event this replica sealed or authenticated may sit in an unkeyed stretch of
+    /// the chain (it was written while the store held a key: the chain was rewritten without it).
+    package func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, verifier: (any EventVerifier)? = nil) throws -> VerificationReport {
+        try environment.read { txn in
+            let total = try LogHead.read(txn, dbs).sequence
+            var report = VerificationReport(records: 0, keys: 0)
+            var winners: [Domain: [String: ViewEntry]] = [.defaults: [:], .secrets: [:]]
+            var waiting = Set<UInt64>()
+            try txn.scan(dbs.deferred) { key, _ in
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
+                return true
+            }
+            do {
+                var ownAuthenticated: [UInt64] = []
+                var ownSealed: [UInt64] = []
+                var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
+                let replay = try replayLog(txn) { sequence, event in
+                    if let progress, sequence % 4096 == 0 { progress(sequence, total) }
+                    if let verifier {
+                        // A member authenticates every event it writes: once a replica's events carry
+                        // authenticators, a later one without is a stripped one.
+                        if event.authenticator != nil {
+                            authenticating.insert(event.replica)
+                        } else if verifier.isMember, authenticating.contains(event.replica) {
+                            throw ChronicleError.corruptRecord(
+                                sequence: sequence,
+                                reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
+                        }
+                        if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
+                            throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
+                        }
+                        if event.replica == replica {
+                            if event.authenticator.map({ verifier.holdsKey($0.keyID) }) == true { ownAuthenticated.append(sequence) }
+                            if event.sealed, (try? Envelope(decoding: event.payload)).map({ verifier.holdsKey($0.keyID) }) == true {
+                                ownSealed.append(sequence)
+                            }
+                        }
+                    }
+                    if waiting.contains(sequence) { return }  // held back by the drift guard
+                    let entry = ViewEntry(event: event, sequence: sequence)
+                    if let current = winners[event.domain]?[event.key], !event.wins(over: current.order) { return }
+                    winners[event.domain, default: [:]][event.key] = entry
+                }
+                report.records = replay.records
+                // A member's chain is keyed before its first authenticated event; a store that seals
+                // has its chain keyed when it opens (stores of format 1 included, from then on).
+                let keyedFrom = replay.keyedFrom ?? .max
+                if let first = ownAuthenticated.first(where: { $0 < keyedFrom }) ?? (replay.keyedFrom == nil ? ownSealed.first : nil) {
+                    throw ChronicleError.corruptRecord(
+                        sequence: first,
+                        reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
+                }
+                try verifyHead(txn, keyed: replay.keyed, records: replay.records)
+            } catch ChronicleError.keyUnavailable(let reason) {
+                // Not a finding about the log: the check could not run (a keyed log without its key).
+                throw ChronicleError.keyUnavailable(reason: reason)
+            } catch let error as ChronicleError {
+                report.firstProblem = error
+                if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }
+                return report
+            }
+            for domain in Domain.allCases {
+                var stored: [String: ViewEntry] = [:]
+                try txn.scan(dbs.view(domain)) { key, value in
+                    let name = String(decoding: key, as: UTF8.self)
+                    guard let entry = try? ViewEntry(decoding: value) else {
+                        report.firstProblem = .corruptViewEntry(key: name, reason: "the \(domain.name) view entry does not decode")
+                        return false
+                    }
+                    stored[name] = entry
+                    return true
+                }
+                if report.firstProblem != nil { return report }
+                let expected = winners[domain] ?? [:]
+                if stored != expected {
+                    let differing = Set(stored.keys).union(expected.keys).sorted().first { stored[$0] != expected[$0] } ?? "?"
+                    report.firstProblem = .corruptRecord(
+                        sequence: expected[differing]?.sequence ?? stored[differing]?.sequence ?? 0,
+                        reason: "the \(domain.name) view differs from a replay of the log at key \"\(differing)\"")
+                    return report
+                }
+                report.keys += stored.count
+            }
+            return report
+        }
+    }
+}
+
+/// What a replay gathers for one key.
+package struct ReplayedKey {
+    package var sequences: [UInt64] = []
+    package var winner: ViewEntry?
+
+    package mutating func apply(_ event: Event, sequence: UInt64, heldBack: Bool) {
+        sequences.append(sequence)
+        guard !heldBack else { return }
+        if let winner, !event.wins(over: winner.order) { return }
+        winner = ViewEntry(event: event, sequence: sequence)
+    }
+}

@@ -1,0 +1,70 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+package import ChronicleSodium
+
+/// The tip of the local log, read from `meta` inside every write transaction
+/// (two processes may share the store, so it is never cached across transactions).
+package struct LogHead: Sendable {
+    /// The last local sequence number.
+    package var sequence: UInt64
+    /// The last counter used by this replica's own events.
+    package var counter: UInt64
+    /// The last HLC reading.
+    package var hlc: HLC
+    /// The chain hash of the last record.
+    package var chain: [UInt8]
+    /// The data key whose subkey keys the chain, or `nil` for an unkeyed chain.
+    package var chainKeyID: KeyID? {
+        didSet { resolvedChainKey = nil }
+    }
+    /// The chain key, looked up once per transaction rather than once per record.
+    private var resolvedChainKey: KeyedHash?
+
+    /// The key of this head's chain (`nil`: unkeyed), from `keys`.
+    package mutating func chainKey(_ keys: ChainKeys) throws -> KeyedHash? {
+        guard chainKeyID != nil else { return nil }
+        if let resolvedChainKey { return resolvedChainKey }
+        resolvedChainKey = try keys.key(chainKeyID)
+        return resolvedChainKey
+    }
+
+    /// Whether `other` is at the same place: same sequence, clock, chain hash and chain key.
+    package func sameTip(as other: LogHead) -> Bool {
+        sequence == other.sequence && hlc == other.hlc && chain == other.chain && chainKeyID == other.chainKeyID
+    }
+
+    package static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: LogRecord.noChain, chainKeyID: nil)
+
+    package static func read(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogHead {
+        func u64(_ key: [UInt8]) throws -> UInt64 {
+            guard let bytes = try txn.get(dbs.meta, key: key) else { return 0 }
+            guard let value = UInt64(bigEndianBytes: bytes) else {
+                throw ChronicleError.corruptMeta(entry: String(decoding: key, as: UTF8.self), reason: "\(bytes.count) bytes, not 8")
+            }
+            return value
+        }
+        let chain = try txn.get(dbs.meta, key: MetaKey.chain) ?? LogHead.empty.chain
+        let chainKeyID = try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
+        return LogHead(
+            sequence: try u64(MetaKey.sequence), counter: try u64(MetaKey.counter), hlc: HLC(rawValue: try u64(MetaKey.hlc)),
+            chain: chain, chainKeyID: chainKeyID)
+    }
+
+    /// Writes the head; with the chain key, also its MAC (so `meta` cannot be edited to cut
+    /// the log's tail or swap its head without the key).
+    package func write(_ txn: borrowing Transaction, _ dbs: Databases, chainKey: KeyedHash?) throws {
+        try txn.put(dbs.meta, key: MetaKey.sequence, value: sequence.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.counter, value: counter.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.hlc, value: hlc.rawValue.bigEndianBytes)
+        try txn.put(dbs.meta, key: MetaKey.chain, value: chain)
+        if let chainKey {
+            try txn.put(dbs.meta, key: MetaKey.headMAC, value: try mac(txn, dbs, key: chainKey))
+        }
+    }
+
+    /// BLAKE2b-256(key: chain key, "chronicle.head.v1" ‖ sequence ‖ chain hash ‖ epoch ‖ chain key id).
+    package func mac(_ txn: borrowing Transaction, _ dbs: Databases, key: KeyedHash) throws -> [UInt8] {
+        let epoch = try txn.get(dbs.meta, key: MetaKey.epoch) ?? LogEpoch.zero.bytes
+        return key.hash([Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []])
+    }
+}

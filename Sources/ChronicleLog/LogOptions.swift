@@ -1,0 +1,34 @@
+package import Logging
+
+/// What the log takes from a store's configuration: the facade's `Store.Configuration` is above
+/// this module, so the store hands down only these.
+package struct LogOptions: Sendable {
+    /// When a commit reaches the disk.
+    package enum Durability: Sendable, Equatable {
+        /// Every commit is synced.
+        case durable
+        /// The meta page's sync is deferred to the next commit.
+        case noMetaSync
+        /// Nothing is synced at commit; the file is flushed every `flushInterval`.
+        case noSync(flushInterval: Duration)
+    }
+
+    /// The LMDB map size the environment starts with.
+    package var initialMapSize: Int
+    /// How far ahead of this device's clock a received event may be before it is deferred.
+    package var maxClockDrift: Duration
+    /// The largest encoded value; a received payload may be this plus a seal's overhead.
+    package var maxValueSize: Int
+    /// Where the log reports what it does.
+    package var logger: Logger
+    /// When a commit reaches the disk.
+    package var durability: Durability
+
+    package init(initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability) {
+        self.initialMapSize = initialMapSize
+        self.maxClockDrift = maxClockDrift
+        self.maxValueSize = maxValueSize
+        self.logger = logger
+        self.durability = durability
+    }
+}
