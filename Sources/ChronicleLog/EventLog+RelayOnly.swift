@@ -1,4 +1,4 @@
-import ChronicleFormat
+package import ChronicleFormat
 package import ChronicleLMDB
 import ChronicleSodium
 
@@ -68,5 +68,21 @@ extension EventLog {
         var space = QuarantineSpace(count: sequences.count, bytes: 0)
         for sequence in sequences { space.bytes += try txn.get(dbs.events, key: sequence.bigEndianBytes)?.count ?? 0 }
         return space
+    }
+
+    /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never
+    /// meets a 24-byte dot). Opaque records are known by their bytes, never by the identity they claim.
+    package static func opaqueKey(_ bytes: [UInt8]) -> [UInt8] { [0x4F] + GenericHash.hash(bytes) }
+
+    /// Appends a relay-only record (an event this build cannot read, or a second version of an
+    /// identity at a store that verifies nothing) unless the same bytes are stored already;
+    /// returns whether it appended.
+    @discardableResult
+    package func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
+        let key = Self.opaqueKey(item.bytes)
+        guard try txn.get(dbs.dots, key: key) == nil else { return false }
+        let sequence = try appendRecord(.opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID), txn, &head)
+        try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
+        return true
     }
 }

@@ -1,0 +1,58 @@
+package import ChronicleFormat
+import ChronicleLMDB
+
+/// Reading: view entries (a queued change of this process first), history, the head.
+extension EventLog {
+    /// The view entry of a key, or `nil` when the key was never written.
+    /// A change queued by a non-throwing form and not yet committed comes first: this process
+    /// reads its own writes at once.
+    package func entry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
+        if let pending = pendingEntry(domain, name) { return pending }
+        return try committedEntry(domain, name)
+    }
+
+    /// The key's committed view entry (not what the non-throwing forms queued).
+    package func committedEntry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
+        try environment.read { txn in
+            guard let bytes = try txn.get(dbs.view(domain), key: Array(name.utf8)) else { return nil }
+            return try ViewEntry.decoding(bytes, key: name)
+        }
+    }
+
+    /// The view entry of a key and the id of the transaction it was read in.
+    package func entryAndSnapshot(_ domain: Domain, _ name: String) throws -> (ViewEntry?, Int) {
+        try environment.read { txn in
+            let entry = try txn.get(dbs.view(domain), key: Array(name.utf8)).map { bytes throws(ChronicleError) in
+                try ViewEntry.decoding(bytes, key: name)
+            }
+            return (entry, txn.id)
+        }
+    }
+
+    /// Every event of a key, oldest first in the conflict order, with its local sequence.
+    package func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
+        try environment.read { txn in
+            let prefix = HistoryKey.prefix(domain: domain, name: name)
+            var sequences: [UInt64] = []
+            try txn.scan(dbs.history, from: prefix) { key, _ in
+                guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { sequences.append(sequence) }
+                return true
+            }
+            let events = try sequences.map { sequence in
+                guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
+                }
+                return CommittedEvent(sequence: sequence, event: try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence))
+            }
+            // Oldest first in the conflict order (HLC, origin, counter): the same on every replica,
+            // whatever order the events arrived in.
+            return events.sorted { $0.event.order < $1.event.order }
+        }
+    }
+
+    /// The log head as last committed.
+    package func head() throws -> LogHead {
+        try environment.read { txn in try LogHead.read(txn, dbs) }
+    }
+}

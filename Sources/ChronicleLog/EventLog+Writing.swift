@@ -1,0 +1,240 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+package import ChronicleSodium
+import Foundation
+import Synchronization
+
+/// Writing: the group commit, one write transaction with the head (`withHead`), one record
+/// joining the chain (`appendRecord`), an event with its dot, history and view (`append`).
+extension EventLog {
+    /// Commits the changes as one transaction (grouped with concurrent callers).
+    /// Returns after the commit is durable (per the store's durability mode).
+    package func commit(_ changes: [PendingChange]) throws -> [CommittedEvent] {
+        do {
+            // Behind every change queued before by the non-throwing forms, and visible like them.
+            return try commitVisibly(changes)
+        } catch {
+            throw mappedDiskError(error)
+        }
+    }
+
+    /// `error`, said plainly when it is LMDB's report of a full disk.
+    package func mappedDiskError(_ error: any Error) -> any Error {
+        guard let error = error as? LMDBError, error == .noSpace || error == .ioError else { return error }
+        return diskError(error)
+    }
+
+    /// Says plainly when a write failed because the disk is full (LMDB may report EIO or ENOSPC).
+    private func diskError(_ error: LMDBError) -> ChronicleError {
+        let free = (try? FileManager.default.attributesOfFileSystem(forPath: path)[.systemFreeSize] as? NSNumber)??.int64Value
+        if error == .noSpace || (free ?? .max) < 4 << 20 {
+            return .io(
+                path: path,
+                reason: "the disk holding the store is full (\(error.message)); nothing of this change was written — free space and retry")
+        }
+        return .wrap(error)
+    }
+
+    /// The id of the environment's last committed transaction (any process's): one read of the meta page.
+    package var lastTransactionID: Int { environment.lastTransactionID }
+
+    /// Whether a transaction in `(after, through]` was committed by another process (not this opening).
+    package func othersCommitted(after: Int, through: Int) -> Bool { environment.othersCommitted(after: after, through: through) }
+
+    /// Reads the current entries of `domains` and commits the changes `rewrite` makes of
+    /// them, in one write transaction: no write of another thread or process lands between
+    /// the read and the write (re-sealing live values after a key rotation).
+    /// - Returns: the number of events written.
+    @discardableResult
+    package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
+        let (committed, counter) = try withHead { txn, head in
+            var counter = writerCounter.withLock { $0 }
+            try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+            var changes: [PendingChange] = []
+            for domain in domains {
+                for (name, entry) in try viewEntries(domain, txn) {
+                    if let change = try rewrite(domain, name, entry) { changes.append(change) }
+                }
+            }
+            let out = try applyLocal(changes, txn, &head, &counter)
+            Self.wipePlaintexts(changes)  // this attempt's plaintexts (a retry opens them again)
+            return (out, counter)
+        }
+        writerCounter.withLock { $0 = counter }
+        if !committed.isEmpty { observers.publish(committed) }
+        return committed.count
+    }
+
+    func commitGroup(_ groups: [[PendingChange]]) -> [Result<[CommittedEvent], any Error>] {
+        // A flush's marker (an empty request) has nothing to write: a group of markers alone opens
+        // no transaction (it would rewrite the head, and fail by itself on a full disk).
+        if groups.allSatisfy(\.isEmpty) { return groups.map { _ in .success([]) } }
+        let results: [Result<[CommittedEvent], any Error>]
+        do {
+            let (committed, counter, promoted) = try withHead { txn, head in
+                var counter = writerCounter.withLock { $0 }
+                let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+                var out: [[CommittedEvent]] = []
+                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
+                return (out, counter, promoted)
+            }
+            writerCounter.withLock { $0 = counter }
+            if !promoted.promoted.isEmpty {
+                observers.publish(promoted.promoted)
+                schedulePromotion(at: promoted.nextDue)
+            }
+            results = committed.map { .success($0) }
+        } catch where groups.count > 1 {
+            // One request failed: commit the others on their own, so no caller pays for another's error.
+            results = groups.map { changes in
+                Result {
+                    if changes.isEmpty { return [] }  // a flush's marker
+                    let (out, counter) = try withHead { txn, head in
+                        var counter = writerCounter.withLock { $0 }
+                        let out = try applyLocal(changes, txn, &head, &counter)
+                        return (out, counter)
+                    }
+                    writerCounter.withLock { $0 = counter }
+                    return out
+                }
+            }
+        } catch {
+            results = [.failure(error)]
+        }
+        let events = results.flatMap { (try? $0.get()) ?? [] }
+        if let ticket = events.map(\.ticket).max(), ticket > 0 { publishedTicket.max(ticket, ordering: .releasing) }
+        if !events.isEmpty { observers.publish(events) }
+        Self.wipePlaintexts(groups.joined())
+        return results
+    }
+
+    /// Zeroes the plaintexts of sealed changes once no transaction can need them again (a write
+    /// may run its body twice, after growing the map): the storage itself, shared with the
+    /// caller's copies, not a copy-on-write copy of it.
+    package static func wipePlaintexts<C: Sequence<PendingChange>>(_ changes: C) {
+        for change in changes where change.sealer != nil { Sodium.wipeShared(change.payload) }
+    }
+
+    private func applyLocal(
+        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout UInt64
+    ) throws -> [CommittedEvent] {
+        if counter == 0, !changes.isEmpty {
+            // The first event of this writer: record the writer (and when it was drawn) in `meta`.
+            try txn.put(dbs.meta, key: MetaKey.writer(writer), value: UnixMilliseconds.now().bigEndianBytes)
+        }
+        var committed: [CommittedEvent] = []
+        committed.reserveCapacity(changes.count)
+        let now = UnixMilliseconds.now()
+        for change in changes {
+            if change.expectedOrder != nil || change.expectedTicket != nil {
+                var current: ConflictOrder?
+                try txn.withValue(dbs.view(change.domain), key: Array(change.key.utf8)) { bytes in current = ViewEntry.order(of: bytes) }
+                if let expected = change.expectedOrder, current != expected { throw StaleRead() }
+                if let ticket = change.expectedTicket {
+                    // The order its change committed with (in this transaction or an earlier one);
+                    // none when it failed or committed before it was watched: read again.
+                    guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
+                }
+            }
+            counter += 1
+            // Only this opening writes as `writer`, but another process may have imported a
+            // carrier's event under one of its identities: skip it rather than refuse to write.
+            while try txn.get(dbs.dots, key: writer.bytes + counter.bigEndianBytes) != nil
+                || CompactedIdentities.contains(origin: writer, counter: counter, txn, dbs)
+            {
+                guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
+                counter += 1
+            }
+            let hlc: HLC
+            if let stamp = change.stamp {
+                hlc = stamp  // an import or a rename: its own time, which moves no clock
+            } else {
+                head.hlc = HLC.next(after: head.hlc, nowMilliseconds: now)
+                hlc = head.hlc
+            }
+            var event = Event(
+                origin: writer, counter: counter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
+                policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
+            if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
+            if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
+            let (sequence, won) = try append(event, txn, &head)
+            if change.ticket != 0, watchedCount.load(ordering: .acquiring) > 0 {
+                watchedTickets.withLock { watched in
+                    if watched.keys.contains(change.ticket) { watched[change.ticket] = .some(event.order) }
+                }
+            }
+            committed.append(CommittedEvent(sequence: sequence, event: event, isWinner: won, ticket: change.ticket))
+        }
+        return committed
+    }
+
+    /// Runs `body` in one write transaction with the log head, then writes the head (and its MAC)
+    /// back: the one place a write reads and writes the head. With `.whenChanged` the head is
+    /// written only when `body` moved it, so a transaction that appends nothing commits nothing
+    /// (an idle automatic pull must not make a durable commit every round).
+    package func withHead<R>(
+        _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
+    ) throws -> R {
+        try environment.write { txn in
+            var head = try LogHead.read(txn, dbs)
+            let before = write == .whenChanged ? head : nil
+            let result = try body(txn, &head)
+            if let before, before.sameTip(as: head) { return result }
+            try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
+            return result
+        }
+    }
+
+    /// When ``withHead(_:_:)`` writes the head back.
+    package enum HeadWrite: Sendable { case always, whenChanged }
+
+    /// Appends one record of `kind` at the head's next sequence, chained to the head's hash with
+    /// `key` (`nil`: unkeyed), and advances the head: the one place a record joins the chain.
+    /// - Returns: the record's sequence.
+    @discardableResult
+    package func appendRecord(
+        _ kind: RecordKind, body: [UInt8], key: KeyedHash?, _ txn: borrowing Transaction, _ head: inout LogHead
+    ) throws -> UInt64 {
+        head.sequence += 1
+        let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: kind, body: body, key: key)
+        try txn.put(dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: kind, body: body, hash: hash).encoded(), flags: .append)
+        head.chain = hash
+        return head.sequence
+    }
+
+    /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
+    /// - Returns: the event's sequence, and whether it became its key's current view entry.
+    @discardableResult
+    /// - Parameter encoded: the event's encoding in the current format, when the caller has it.
+    package func append(
+        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil
+    ) throws -> (sequence: UInt64, won: Bool) {
+        let sequence = try appendRecord(.event, body: encoded ?? event.encoded(), key: try head.chainKey(chainKeys), txn, &head)
+        guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
+            throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
+        }
+        try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+        let won = indexView ? try EventLog.indexView(event, sequence: sequence, txn, dbs) : false
+        return (sequence, won)
+    }
+
+    /// Applies the event to its view when it wins over the current entry (last writer wins);
+    /// returns whether it did.
+    @discardableResult
+    package static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
+        let view = dbs.view(event.domain)
+        let key = Array(event.key.utf8)
+        var current: ConflictOrder?
+        var malformed = false
+        try txn.withValue(view, key: key) { bytes in
+            current = ViewEntry.order(of: bytes)
+            malformed = current == nil
+        }
+        if malformed {
+            throw ChronicleError.corruptViewEntry(key: event.key, reason: "its order fields do not decode")
+        }
+        if let current, !event.wins(over: current) { return false }
+        try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+        return true
+    }
+}
