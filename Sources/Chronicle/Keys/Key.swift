@@ -13,7 +13,7 @@ import ChronicleLog
 ///     static let layout = Key<String>("ui.layout", default: "grid")      // stays on this device
 /// }
 /// ```
-public class Key<Value: Codable & Sendable>: Keys, @unchecked Sendable {  // immutable: see Keys
+public class Key<Value: Codable & Sendable>: AnyKey, @unchecked Sendable {  // immutable: see AnyKey
     /// The value read when the key has never been set or was removed.
     public let defaultValue: Value
 

@@ -14,7 +14,7 @@ import ChronicleLog
 /// }
 /// try store.set("s3cr3t", for: .apiToken)
 /// ```
-public final class SecretKey<Value: Codable & Sendable>: Key<Value>, @unchecked Sendable {  // immutable: see Keys
+public final class SecretKey<Value: Codable & Sendable>: Key<Value>, @unchecked Sendable {  // immutable: see AnyKey
     /// Declares a secret key.
     /// - Parameters:
     ///   - name: The key's name (1 to 255 UTF-8 bytes). Names are not secret.

@@ -5,9 +5,9 @@ public struct KeyProjection<Value: Codable & Sendable>: Sendable {
     let store: Store
     private let read: @Sendable () -> Value
     private let write: @Sendable (Value) -> Void
-    private let keys: Keys
+    private let keys: AnyKey
 
-    init(store: Store, read: @escaping @Sendable () -> Value, write: @escaping @Sendable (Value) -> Void, key: Keys) {
+    init(store: Store, read: @escaping @Sendable () -> Value, write: @escaping @Sendable (Value) -> Void, key: AnyKey) {
         self.store = store
         self.read = read
         self.write = write

@@ -27,7 +27,7 @@ public final class Batch {
     }
 
     /// Removes `key` in the batch.
-    public func remove(_ key: Keys) throws(ChronicleError) {
+    public func remove(_ key: AnyKey) throws(ChronicleError) {
         changes.append(try store.removal(of: key))
     }
 

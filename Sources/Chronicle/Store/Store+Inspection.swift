@@ -29,7 +29,7 @@ extension Store {
     /// Every log entry of the key `name` (plain and secret), in log order, found through the
     /// history index instead of a scan of the log (`chronicle log --key`).
     @_spi(Tools) public func logEntries(ofKeyNamed name: String) throws(ChronicleError) -> [LogEntry] {
-        try Keys.validate(name: name)
+        try AnyKey.validate(name: name)
         let eventLog = try settledEventLog
         return try mappingErrors {
             let epoch = try eventLog.epoch()
@@ -41,17 +41,17 @@ extension Store {
     /// The current value of the key `name` as JSON, or `nil` when it has no value (for tools:
     /// `chronicle get`). With `secret`, the secret of that name, opened with the store's key.
     @_spi(Tools) public func currentValueJSON(forKeyNamed name: String, secret: Bool = false) throws(ChronicleError) -> String? {
-        try Keys.validate(name: name)
+        try AnyKey.validate(name: name)
         let eventLog = try eventLog
         let domain: Domain = secret ? .secrets : .defaults
         guard let entry = try mappingErrors({ try eventLog.entry(domain, name) }), entry.op == .set else { return nil }
-        let payload = try openPayload(entry, key: Keys(name: name, domain: domain, sync: entry.policy, formerNames: []))
+        let payload = try openPayload(entry, key: AnyKey(name: name, domain: domain, sync: entry.policy, formerNames: []))
         return ValueCoder.jsonText(encoding: entry.encoding, payload: payload)
     }
 
     /// Whether the secret `name` has a value (read without its key: the entry, not the value).
     @_spi(Tools) public func hasSecret(named name: String) throws(ChronicleError) -> Bool {
-        try Keys.validate(name: name)
+        try AnyKey.validate(name: name)
         let eventLog = try eventLog
         return try mappingErrors { try eventLog.entry(.secrets, name) }?.op == .set
     }
@@ -75,14 +75,14 @@ extension Store {
         fromText text: String, forKeyNamed name: String, as kind: ValueKind? = nil, policy: SyncPolicy? = nil, secret: Bool = false
     ) throws(ChronicleError) {
         let domain: Domain = secret ? .secrets : .defaults
-        try Keys.validate(name: name)
+        try AnyKey.validate(name: name)
         var (encoding, payload) = ValueCoder.encodeText(text)
         if let kind { (encoding, payload) = try ValueCoder.encodeText(text, as: kind) }
         guard payload.count <= configuration.maxValueSize else {
             throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
         }
         let existing = try mappingErrors { try eventLog.entry(domain, name) }
-        let key = Keys(name: name, domain: domain, sync: policy ?? existing?.policy ?? .never, formerNames: [])
+        let key = AnyKey(name: name, domain: domain, sync: policy ?? existing?.policy ?? .never, formerNames: [])
         try commit([
             PendingChange(
                 domain: domain, key: name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
@@ -96,11 +96,11 @@ extension Store {
     /// - Parameter secret: remove the secret of that name.
     @_spi(Tools) @discardableResult
     public func removeValue(forKeyNamed name: String, secret: Bool = false) throws(ChronicleError) -> Bool {
-        try Keys.validate(name: name)
+        try AnyKey.validate(name: name)
         let eventLog = try eventLog
         let domain: Domain = secret ? .secrets : .defaults
         guard let existing = try mappingErrors({ try eventLog.entry(domain, name) }), existing.op == .set else { return false }
-        try commit([removal(of: Keys(name: name, domain: domain, sync: existing.policy, formerNames: []))])
+        try commit([removal(of: AnyKey(name: name, domain: domain, sync: existing.policy, formerNames: []))])
         return true
     }
 }

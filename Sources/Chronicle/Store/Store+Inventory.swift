@@ -7,7 +7,7 @@ extension Store {
     /// ```swift
     /// try store.reset(.theme, .launches)
     /// ```
-    public func reset(_ keys: Keys...) throws(ChronicleError) {
+    public func reset(_ keys: AnyKey...) throws(ChronicleError) {
         var changes: [PendingChange] = []
         for key in keys { changes.append(try removal(of: key)) }
         try commit(changes)
@@ -33,9 +33,9 @@ extension Store {
 
     /// Whether `key` has a stored value (set, and not removed since), as opposed to showing its
     /// default. This process's own changes count at once. Errors are logged and read as `false`.
-    public func hasValue(for key: Keys) -> Bool {
+    public func hasValue(for key: AnyKey) -> Bool {
         do {
-            try Keys.validate(name: key.name)
+            try AnyKey.validate(name: key.name)
             let eventLog = try eventLog
             let entry = try mappingErrors { try eventLog.entry(key.domain, key.name) }
             return entry?.op == .set

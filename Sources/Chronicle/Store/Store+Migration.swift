@@ -47,7 +47,7 @@ extension Store {
     /// ```
     /// - Returns: the number of events written.
     @discardableResult
-    public func importValues(from defaults: UserDefaults, keys: [Keys]) throws(ChronicleError) -> Int {
+    public func importValues(from defaults: UserDefaults, keys: [AnyKey]) throws(ChronicleError) -> Int {
         try importValues(from: defaults, names: keys.filter { $0.domain == .defaults }.map { ($0.name, $0.sync) })
     }
 
@@ -124,7 +124,7 @@ extension Store {
         var changes: [PendingChange] = []
         for (index, (name, value, policy)) in values.enumerated() {
             if index % 1_024 == 0 { progress?(index, values.count) }
-            try Keys.validate(name: name)
+            try AnyKey.validate(name: name)
             guard let (encoding, payload) = PropertyListValue.encode(value) else {
                 throw .invalidArgument("the value of \(name) is not a property list value (\(type(of: value)))")
             }
@@ -157,8 +157,8 @@ extension Store {
     /// - Returns: whether anything was written.
     @discardableResult
     public func renameKey(from oldName: String, to newName: String, in domain: Domain = .defaults) throws(ChronicleError) -> Bool {
-        try Keys.validate(name: oldName)
-        try Keys.validate(name: newName)
+        try AnyKey.validate(name: oldName)
+        try AnyKey.validate(name: newName)
         guard oldName != newName else { throw .invalidArgument("a key cannot be renamed to its own name") }
         // The entries are read under the lock that orders local writes, so no local write lands
         // between the read and the commit; a change of another writer (an import, another
@@ -169,7 +169,7 @@ extension Store {
                 let committed = try eventLog.commitVisibly { entry throws(ChronicleError) -> [PendingChange] in
                     guard let old = try mappingErrors({ try entry(domain, oldName) }), old.entry.op == .set else { return [] }
                     let target = try mappingErrors { try entry(domain, newName) }
-                    let oldKey = Keys(name: oldName, domain: domain, sync: old.entry.policy, formerNames: [])
+                    let oldKey = AnyKey(name: oldName, domain: domain, sync: old.entry.policy, formerNames: [])
                     var changes: [PendingChange] = []
                     if !Self.isNewer(target, than: old) {
                         // Never wider than either name's policy: a rename moves no value off a device.

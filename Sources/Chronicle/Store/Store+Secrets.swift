@@ -104,7 +104,7 @@ extension Store {
     }
 
     /// The plaintext payload of a view entry (opened when sealed).
-    func openPayload(_ entry: ViewEntry, key: Keys) throws(ChronicleError) -> [UInt8] {
+    func openPayload(_ entry: ViewEntry, key: AnyKey) throws(ChronicleError) -> [UInt8] {
         guard entry.sealed else { return entry.payload }
         let keyring = try crypto.get()
         return try mappingErrors { try keyring.open(entry, domain: key.domain, key: key.name) }

@@ -34,7 +34,7 @@ extension Store {
     /// first, in order; if it failed, or another writer's change landed in between, the entry is
     /// another). Otherwise it reads again.
     private func updating<K: ValueKey>(_ key: K, _ body: (inout K.Value) throws -> Void) throws -> K.Value {
-        try Keys.validate(name: key.name)
+        try AnyKey.validate(name: key.name)
         let eventLog = try eventLog
         for _ in 0..<1_000 {
             do {

@@ -3,7 +3,7 @@ import ChronicleLog
 import Foundation
 
 /// A key with a value type and a default: ``Key`` or ``SecretKey``.
-protocol ValueKey: Keys {
+protocol ValueKey: AnyKey {
     associatedtype Value: Codable & Sendable
     var defaultValue: Value { get }
 }
@@ -14,7 +14,7 @@ extension Store {
     /// The read behind `store[key]` and `@Default` for plain keys: straight to the cache.
     func plainValue<Value>(_ key: Key<Value>) throws(ChronicleError) -> Value {
         guard key.domain == .defaults, key.formerNames.isEmpty, !sealsDefaults else { return try readValue(key, default: key.defaultValue) }
-        try Keys.validate(name: key.name)
+        try AnyKey.validate(name: key.name)
         return try eventLog.cachedRead(key.name, default: key.defaultValue) { entry throws(ChronicleError) in
             try self.decode(entry, for: key, default: key.defaultValue)
         }
@@ -22,7 +22,7 @@ extension Store {
 
     /// Reads a key's current value, falling back to former names, then to `defaultValue`.
     func readValue<K: ValueKey>(_ key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
-        try Keys.validate(name: key.name)
+        try AnyKey.validate(name: key.name)
         let eventLog = try eventLog
         if key.domain == .defaults, !sealsDefaults, key.formerNames.isEmpty {
             return try eventLog.cachedRead(key.name, default: defaultValue) { entry throws(ChronicleError) in
@@ -44,7 +44,7 @@ extension Store {
     }
 
     /// The newest entry among a renamed key's former names.
-    private func formerEntry(of key: Keys) throws(ChronicleError) -> ViewEntry? {
+    private func formerEntry(of key: AnyKey) throws(ChronicleError) -> ViewEntry? {
         let eventLog = try eventLog
         var newest: ViewEntry?
         for name in key.formerNames {
@@ -57,7 +57,7 @@ extension Store {
 
     /// A set (or, for `nil`, a remove) of `key` as a pending change, validated and encoded.
     func change<K: ValueKey>(_ value: K.Value, for key: K) throws(ChronicleError) -> PendingChange {
-        try Keys.validate(name: key.name)
+        try AnyKey.validate(name: key.name)
         if ValueCoder.isNil(value) { return try removal(of: key) }
         let (encoding, payload) = try ValueCoder.encode(value, key: key.name)
         guard payload.count <= configuration.maxValueSize else {
@@ -69,15 +69,15 @@ extension Store {
     }
 
     /// A remove of `key` as a pending change.
-    func removal(of key: Keys) throws(ChronicleError) -> PendingChange {
-        try Keys.validate(name: key.name)
+    func removal(of key: AnyKey) throws(ChronicleError) -> PendingChange {
+        try AnyKey.validate(name: key.name)
         return PendingChange(
             domain: key.domain, key: key.name, policy: key.sync, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [],
             sealer: try sealer(for: key.domain))
     }
 
     func revisions<K: ValueKey>(of key: K) throws(ChronicleError) -> [Revision<K.Value>] {
-        try Keys.validate(name: key.name)
+        try AnyKey.validate(name: key.name)
         let eventLog = try settledEventLog
         let events = try mappingErrors { try eventLog.history(key.domain, key.name) }
         var revisions: [Revision<K.Value>] = []

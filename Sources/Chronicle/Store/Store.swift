@@ -219,7 +219,7 @@ public final class Store: Sendable {
         }
     }
 
-    func log(_ error: any Error, _ action: String, _ key: Keys) {
+    func log(_ error: any Error, _ action: String, _ key: AnyKey) {
         configuration.logger.error(
             "chronicle: \(action) of key failed",
             metadata: ["key": "\(key.name)", "error": "\(error)", "store": "\(directory.path)"])

@@ -1,6 +1,6 @@
 import ChronicleFormat
 import ChronicleLog
-/// The base class of typed keys, and the namespace you extend to declare them.
+/// The namespace you extend to declare keys.
 ///
 /// Declare keys once, as static members of an extension, and use them with
 /// leading-dot syntax everywhere (the pattern of `Notification.Name`):
@@ -14,12 +14,23 @@ import ChronicleLog
 /// store[.theme] = .dark
 /// ```
 ///
-/// `@unchecked Sendable` is safe here: `Keys` and its subclasses (``Key`` and its
-/// final subclass ``SecretKey``; neither is open, so no other subclass exists) have only
-/// `let` stored properties of `Sendable` types, so an instance never changes after
-/// `init`. The class is not final only so that static members declared on it are found
-/// through `Key<Value>`.
-public class Keys: @unchecked Sendable, CustomStringConvertible {
+/// `Keys` names ``AnyKey``, the base class of every key: Swift finds `.theme` for a parameter of
+/// type `Key<Theme>` only among the static members of `Key<Theme>` and its superclasses, so the
+/// namespace must be that superclass. The two names say which role a use plays: extend `Keys`;
+/// take `AnyKey` where any key of any type will do (``Store/reset(_:)``).
+public typealias Keys = AnyKey
+
+/// Any key, whatever its value's type: the base class of ``Key`` (and so of ``SecretKey``).
+///
+/// Entry points that do not read or write a value take it: ``Store/reset(_:)``,
+/// ``Store/hasValue(for:)``, ``Batch/remove(_:)``, ``Store/importValues(from:keys:)``.
+///
+/// `@unchecked Sendable` is safe here: `AnyKey` and its subclasses (``Key`` and its
+/// final subclass ``SecretKey``; neither is open, and `AnyKey`'s initializer is internal, so no
+/// other subclass exists) have only `let` stored properties of `Sendable` types, so an instance
+/// never changes after `init`. The class is not final only so that static members declared on
+/// it (through ``Keys``) are found through `Key<Value>`.
+public class AnyKey: @unchecked Sendable, CustomStringConvertible {
     /// The key's name in the store: 1 to 255 UTF-8 bytes.
     public let name: String
     /// Which devices the key's changes travel to.
