@@ -70,7 +70,6 @@ let package = Package(
             dependencies: [
                 "ChronicleFormat",
                 "ChronicleLog",
-                "ChronicleLMDB",
                 "ChronicleSodium",
                 .product(name: "Logging", package: "swift-log"),
                 .product(

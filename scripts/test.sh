@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every check of the repository:
 #   1. the core package (what an app adds): build and its whole suite (Swift Testing, in parallel);
-#   2. what an app resolves and links (scripts/check-linkage.sh), and its public API against the
+#   2. the layers (scripts/check-layers.sh: only the log touches LMDB, the hub sees formats only),
+#      what an app resolves and links (scripts/check-linkage.sh), and its public API against the
 #      baseline commit in api/baseline (scripts/check-api.sh);
 #   3. the documentation catalog, built by DocC with warnings as errors (scripts/build-docs.sh);
 #   4. the nested Tools package (the `chronicle` tool, its server, the hub, the benchmarks): build,
@@ -14,6 +15,9 @@ scripts/install-deps.sh
 echo "== core: build and tests =="
 swift build --build-tests
 swift test --skip-build
+
+echo "== the layers: who imports whom =="
+scripts/check-layers.sh
 
 echo "== what an app resolves =="
 scripts/check-linkage.sh
