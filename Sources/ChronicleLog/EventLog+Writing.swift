@@ -169,24 +169,36 @@ extension EventLog {
     }
 
     /// Runs `body` in one write transaction with the log head, then writes the head (and its MAC)
-    /// back: the one place a write reads and writes the head. With `.whenChanged` the head is
-    /// written only when `body` moved it, so a transaction that appends nothing commits nothing
-    /// (an idle automatic pull must not make a durable commit every round).
+    /// back: the one place a write reads and writes the head. `write` says when: `.always`, or
+    /// only when `body` moved the head, so a transaction that appends nothing commits nothing
+    /// (an idle automatic pull, a compaction with nothing to drop).
     package func withHead<R>(
         _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
     ) throws -> R {
         try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
-            let before = write == .whenChanged ? head : nil
+            let before = head
             let result = try body(txn, &head)
-            if let before, before.sameTip(as: head) { return result }
+            switch write {
+            case .always: break
+            case .whenChanged: if before.sameTip(as: head) { return result }
+            case .whenAppended: if before.sameRecords(as: head) { return result }
+            }
             try head.write(txn, dbs, chainKey: try chainKeys.key(head.chainKeyID))
             return result
         }
     }
 
     /// When ``withHead(_:_:)`` writes the head back.
-    package enum HeadWrite: Sendable { case always, whenChanged }
+    package enum HeadWrite: Sendable {
+        /// Whatever `body` did.
+        case always
+        /// When `body` moved the sequence, the clock, the chain or the chain key.
+        case whenChanged
+        /// When `body` moved the sequence, the chain or the chain key: a clock advance alone is
+        /// written by whoever made it (the drift guard's promotion writes its own).
+        case whenAppended
+    }
 
     /// Appends one record of `kind` at the head's next sequence, chained to the head's hash with
     /// `key` (`nil`: unkeyed), and advances the head: the one place a record joins the chain.

@@ -33,6 +33,11 @@ package struct LogHead: Sendable {
         sequence == other.sequence && hlc == other.hlc && chain == other.chain && chainKeyID == other.chainKeyID
     }
 
+    /// Whether `other` holds the same records: same sequence, chain hash and chain key.
+    package func sameRecords(as other: LogHead) -> Bool {
+        sequence == other.sequence && chain == other.chain && chainKeyID == other.chainKeyID
+    }
+
     package static let empty = LogHead(sequence: 0, counter: 0, hlc: HLC(rawValue: 0), chain: LogRecord.noChain, chainKeyID: nil)
 
     package static func read(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogHead {
@@ -59,12 +64,17 @@ package struct LogHead: Sendable {
         try txn.put(dbs.meta, key: MetaKey.chain, value: chain)
         if let chainKey {
             try txn.put(dbs.meta, key: MetaKey.headMAC, value: try mac(txn, dbs, key: chainKey))
+            _ = try txn.delete(dbs.meta, key: MetaKey.macEpoch)  // the MAC now covers the current epoch
         }
     }
 
     /// BLAKE2b-256(key: chain key, "chronicle.head.v1" ‖ sequence ‖ chain hash ‖ epoch ‖ chain key id).
     package func mac(_ txn: borrowing Transaction, _ dbs: Databases, key: KeyedHash) throws -> [UInt8] {
-        let epoch = try txn.get(dbs.meta, key: MetaKey.epoch) ?? LogEpoch.zero.bytes
-        return key.hash([Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []])
+        mac(epoch: try txn.get(dbs.meta, key: MetaKey.epoch) ?? LogEpoch.zero.bytes, key: key)
+    }
+
+    /// The MAC over `epoch` (a copy's head MAC covers the epoch before the copy, `head.mac.epoch`).
+    package func mac(epoch: [UInt8], key: KeyedHash) -> [UInt8] {
+        key.hash([Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []])
     }
 }

@@ -1,5 +1,6 @@
 @testable import Chronicle
 @testable import ChronicleLog
+import ChronicleLMDB
 import ChronicleTesting
 import Foundation
 import Subprocess
@@ -22,6 +23,19 @@ func aged(_ range: Data, daysAgo: [Double], counterFrom counter: UInt64 = 1_000)
 struct CompactionTests {
     /// Every replica's value of `key` (the default when it has none).
     private func values(_ stores: [Store], _ key: Key<String>) -> [String] { stores.map { $0[key] } }
+
+    /// A compaction that finds nothing to drop commits nothing: no sync, no new transaction for
+    /// other processes' observers to re-read.
+    @Test func aCompactionWithNothingToDropCommitsNothing() throws {
+        try withTemporaryStore { store, _ in
+            for index in 0..<5 { try store.set(index, for: Key<Int>("compaction.k\(index)", default: -1)) }
+            let eventLog = try store.eventLog
+            let before = eventLog.environment.lastTransactionID
+            let report = try store.compact()
+            #expect(report.dropped == 0)
+            #expect(eventLog.environment.lastTransactionID == before)
+        }
+    }
 
     @Test func compactionKeepsAnOldRemoveForAClientThatWasAway() async throws {
         try await withTemporaryStores(3) { stores in
