@@ -17,6 +17,9 @@ package enum MetaKey {
     package static let chainInLog = Array("chain.inlog".utf8)
     /// BLAKE2b-256, keyed with the chain key, of the head: sequence, chain hash, epoch, chain key id.
     package static let headMAC = Array("head.mac".utf8)
+    /// The epoch the head MAC was made over when a copy of the store renewed its epoch; gone
+    /// with the next MAC, which covers the new one.
+    package static let macEpoch = Array("head.mac.epoch".utf8)
     /// The id of the data key that seals new events.
     package static let activeKey = Array("dk.active".utf8)
     /// Wrapped data keys: `dk/` ‖ key id.

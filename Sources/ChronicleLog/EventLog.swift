@@ -121,6 +121,14 @@ package final class EventLog: Sendable {
         }
         guard let replica else {
             let fresh = ReplicaID.random()
+            // A keyed head's MAC covers the epoch, and no key is at hand here: keep the epoch it
+            // covers (unless an earlier copy kept one already) until the next head write makes a
+            // new MAC, so the copy verifies before it writes.
+            if try txn.get(dbs.meta, key: MetaKey.headMAC) != nil, try txn.get(dbs.meta, key: MetaKey.macEpoch) == nil,
+                let covered = try txn.get(dbs.meta, key: MetaKey.epoch)
+            {
+                try txn.put(dbs.meta, key: MetaKey.macEpoch, value: covered)
+            }
             try txn.put(dbs.meta, key: MetaKey.replica, value: fresh.bytes)
             try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)
             try txn.put(dbs.meta, key: MetaKey.home, value: home)
