@@ -170,11 +170,18 @@ package struct Event: Sendable, Equatable {
     }
 
     /// Parses an event in place; every offset is checked against the buffer's size.
+    /// A key name's bytes as a string, or `nil` when they are not UTF-8. An ASCII name (nearly
+    /// every name) skips the generic validation, which was a tenth of a replay.
+    private static func keyName(_ bytes: UnsafeRawBufferPointer) -> String? {
+        if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     package static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<Parsed, DecodeFailure> {
         func failure(_ text: String) -> Result<Parsed, DecodeFailure> { .failure(DecodeFailure(description: text)) }
         func u64(_ offset: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
         guard bytes.count >= identityLength else { return failure("truncated: \(bytes.count) bytes is shorter than an event's identity") }
-        guard let origin = ReplicaID(bytes: Array(bytes[1..<17])) else { return failure("bad origin") }
+        guard let origin = ReplicaID(bytes: Array(UnsafeRawBufferPointer(rebasing: bytes[1..<17]))) else { return failure("bad origin") }
         let counter = u64(17)
         guard counter > 0 else { return failure("counter 0 is not a valid dot") }
         let version = bytes[0]
@@ -189,7 +196,7 @@ package struct Event: Sendable, Equatable {
         var replica = origin
         if version >= 2 {
             guard bytes.count >= offset + 16 else { return failure("truncated replica id") }
-            guard let id = ReplicaID(bytes: Array(bytes[offset..<offset + 16])) else { return failure("bad replica id") }
+            guard let id = ReplicaID(bytes: Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16]))) else { return failure("bad replica id") }
             replica = id
             offset += 16
         }
@@ -205,7 +212,7 @@ package struct Event: Sendable, Equatable {
         let keyLength = Int(bytes[fields + 5])
         let keyStart = fields + 6
         guard keyLength > 0, bytes.count >= keyStart + keyLength + 4 else { return failure("truncated or empty key name") }
-        guard let key = String(validating: bytes[keyStart..<keyStart + keyLength], as: UTF8.self) else {
+        guard let key = Self.keyName(UnsafeRawBufferPointer(rebasing: bytes[keyStart..<keyStart + keyLength])) else {
             return failure("key name is not UTF-8")
         }
         let payloadStart = keyStart + keyLength + 4
@@ -213,7 +220,7 @@ package struct Event: Sendable, Equatable {
         guard bytes.count - payloadStart >= payloadLength else {
             return failure("truncated: payload of \(payloadLength) bytes, \(bytes.count - payloadStart) left")
         }
-        let payload = Array(bytes[payloadStart..<payloadStart + payloadLength])
+        let payload = Array(UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + payloadLength]))
         var end = payloadStart + payloadLength
         var authenticator: Authenticator?
         if version >= 2 {

@@ -34,25 +34,53 @@ package struct LogRecord: Sendable {
     package var body: [UInt8]
     package var hash: [UInt8]
 
-    package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: some Collection<UInt8>, key: KeyedHash?) -> [UInt8] {
+    /// The chain hash of a record: BLAKE2b-256 of `previous ‖ u64 sequence ‖ kind ‖ body`, keyed
+    /// with the chain key when the chain is keyed (FORMAT.md 4). It runs once per record on every
+    /// write, import, replay and verify, so the parts are absorbed in place (no input buffer),
+    /// and the keyed state starts from a copy that has the key block already.
+    package static func chainHash(
+        previous: [UInt8], sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer, key: KeyedHash?
+    ) -> [UInt8] {
         if let key {
-            // Absorbed in place, from a state that has the key block already: this runs once per
-            // record on every write, import and replay of a keyed log.
-            return key.hash { absorber in
-                absorber.absorb(previous)
-                withUnsafeBytes(of: sequence.bigEndian) { absorber.absorb($0) }
-                withUnsafeBytes(of: kind.rawValue) { absorber.absorb($0) }
-                if body.withContiguousStorageIfAvailable({ absorber.absorb(UnsafeRawBufferPointer($0)) }) == nil { absorber.absorb(Array(body)) }
-            }
+            return key.hash { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
         }
-        // One buffer, filled in place: this runs once per record on every write and replay.
-        var input = [UInt8]()
-        input.reserveCapacity(previous.count + 9 + body.count)
-        input.append(contentsOf: previous)
-        withUnsafeBytes(of: sequence.bigEndian) { input.append(contentsOf: $0) }
-        input.append(kind.rawValue)
-        input.append(contentsOf: body)
-        return GenericHash.hash(input, length: hashLength)
+        return KeyedHash.unkeyed(length: hashLength) { absorber in
+            absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body)
+        }
+    }
+
+    private static func absorbRecord(
+        _ absorber: borrowing KeyedHash.Absorber, previous: [UInt8], sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer
+    ) {
+        previous.withUnsafeBytes { absorbRecord(absorber, previous: $0, sequence: sequence, kind: kind, body: body) }
+    }
+
+    private static func absorbRecord(
+        _ absorber: borrowing KeyedHash.Absorber, previous: UnsafeRawBufferPointer, sequence: UInt64, kind: RecordKind,
+        body: UnsafeRawBufferPointer
+    ) {
+        absorber.absorb(previous)
+        withUnsafeBytes(of: sequence.bigEndian) { absorber.absorb($0) }
+        withUnsafeBytes(of: kind.rawValue) { absorber.absorb($0) }
+        absorber.absorb(body)
+    }
+
+    /// ``chainHash(previous:sequence:kind:body:key:)`` written into `output` (``hashLength`` bytes):
+    /// no array per record, for replay and verify.
+    package static func chainHash(
+        previous: UnsafeRawBufferPointer, sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer, key: KeyedHash?,
+        into output: UnsafeMutableRawBufferPointer
+    ) {
+        if let key {
+            key.hash(into: output) { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
+        } else {
+            KeyedHash.unkeyed(into: output) { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
+        }
+    }
+
+    /// ``chainHash(previous:sequence:kind:body:key:)`` of a body held in an array.
+    package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: KeyedHash?) -> [UInt8] {
+        body.withUnsafeBytes { chainHash(previous: previous, sequence: sequence, kind: kind, body: $0, key: key) }
     }
 
     package func encoded() -> [UInt8] {

@@ -1,6 +1,7 @@
 package import ChronicleFormat
 package import ChronicleLMDB
 import ChronicleSodium
+import Foundation
 
 extension EventLog {
     /// What a replay found besides the events it visited.
@@ -24,7 +25,9 @@ extension EventLog {
         _ txn: borrowing Transaction, upTo limit: UInt64 = .max, opaque visitOpaque: ((UInt64, OpaqueEvent) throws -> Void)? = nil,
         _ visit: (UInt64, Event) throws -> Void
     ) throws -> Replay {
+        // The chain hash of the record before, and this record's: two buffers swapped per record.
         var previous = LogHead.empty.chain
+        var hash = [UInt8](repeating: 0, count: LogRecord.hashLength)
         let legacy = try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil
         var hashKey = legacy ? try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID) : nil
         var keyedFrom: UInt64? = hashKey == nil ? nil : 1
@@ -52,12 +55,20 @@ extension EventLog {
                 hashKey = try chainKeys.key(id)
                 keyedFrom = keyedFrom ?? sequence
             }
-            let hash = LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey)
-            // Integrity of local data, not a secret: a plain comparison is enough.
-            guard hash.elementsEqual(value[(value.count - LogRecord.hashLength)...]) else {
+            previous.withUnsafeBytes { previous in
+                hash.withUnsafeMutableBytes { hash in
+                    LogRecord.chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: hashKey, into: hash)
+                }
+            }
+            // Integrity of local data, not a secret: a plain comparison is enough (memcmp: this runs
+            // once per record of every replay and verify).
+            let stored = UnsafeRawBufferPointer(rebasing: value[(value.count - LogRecord.hashLength)...])
+            guard hash.count == stored.count, let storedBase = stored.baseAddress,
+                hash.withUnsafeBytes({ $0.baseAddress.map { memcmp($0, storedBase, stored.count) == 0 } ?? false })
+            else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (the record or one before it was altered)")
             }
-            previous = hash
+            swap(&previous, &hash)
             if kind == .anchor {
                 guard sequence == 1 else { throw ChronicleError.corruptRecord(sequence: sequence, reason: "an anchor record after the start of the log") }
                 do { _ = try Anchor(decoding: Array(body)) } catch {

@@ -7,6 +7,39 @@ import Synchronization
 import Testing
 
 struct HostileInputTests {
+    /// Key names in events: any UTF-8 decodes to the same name (ASCII takes a fast path, the rest
+    /// is validated), bytes that are not UTF-8 are refused, and replay keeps non-ASCII names.
+    @Test func eventKeyNamesAreUTF8OrRefused() throws {
+        func event(key: String) -> Event {
+            Event(
+                origin: .random(), counter: 1, replica: .random(), hlc: HLC(rawValue: 1 << 20), domain: .defaults, op: .set,
+                policy: .manual, encoding: 0, sealed: false, key: key, payload: [1, 2, 3])
+        }
+        for name in ["theme", "héllo.世界", "🌍", String(repeating: "é", count: 127)] {
+            #expect(try Event(decoding: event(key: name).encoded()).key == name)
+        }
+        // The name "ab" as its length byte and bytes, with the second byte replaced by a lone
+        // continuation byte, an overlong "/" and a truncated sequence.
+        let encoded = event(key: "ab").encoded()
+        guard let nameAt = encoded.indices.dropLast(2).first(where: { encoded[$0] == 2 && encoded[$0 + 1] == 0x61 && encoded[$0 + 2] == 0x62 }) else {
+            Issue.record("no key name in the encoding")
+            return
+        }
+        for bad: [UInt8] in [[0x61, 0x80], [0xC0, 0xAF], [0x61, 0xE2]] {
+            var bytes = encoded
+            bytes[nameAt + 1] = bad[0]
+            bytes[nameAt + 2] = bad[1]
+            #expect(throws: (any Error).self) { try Event(decoding: bytes) }
+        }
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("réglages.thème", default: 0)
+            store[key] = 4
+            try store.rebuildViews()
+            #expect(store[key] == 4)
+            #expect(try store.verify().isSound)
+        }
+    }
+
     /// Random bytes and mutations of valid inputs must give errors, never crashes, and apply nothing.
     @Test func decodersSurviveRandomAndMutatedInput() async throws {
         var random = SeededGenerator(seed: 99)
