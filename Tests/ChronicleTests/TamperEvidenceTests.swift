@@ -8,10 +8,11 @@ import Testing
 /// Once a store has a data key its chain is keyed, and no edit of `meta` or re-chaining of the
 /// log without the key makes it pass `verify` again.
 struct TamperEvidenceTests {
-    /// A copy of a keyed store (another directory, or a backup restored to another file) gets a new
-    /// epoch when it opens, and the head MAC covers the epoch: the copy must still verify before
-    /// it writes anything, and must not take an edited head for sound while it renews the MAC.
-    @Test func aCopiedKeyedStoreVerifiesBeforeItsFirstWrite() throws {
+    private static let copiedKey = Key<Int>("copied.value", default: 0, sync: .manual)
+
+    /// Runs `body` with a keyed store that wrote 7 to ``copiedKey`` and was then copied to
+    /// another directory (a new data file, as a restored backup has), opened from the copy.
+    private func withCopiedKeyedStore(_ body: (Store) throws -> Void) throws {
         let original = temporaryDirectory()
         let copy = temporaryDirectory()
         defer {
@@ -19,44 +20,41 @@ struct TamperEvidenceTests {
             try? FileManager.default.removeItem(at: copy)
         }
         let configuration = passphraseConfiguration("copied")
-        let key = Key<Int>("copied.value", default: 0, sync: .manual)
         do {
             let store = try Store(directory: original, configuration: configuration)
-            try store.set(7, for: key)
+            try store.set(7, for: Self.copiedKey)
             #expect(try store.verify().isSound)
         }
         try? FileManager.default.removeItem(at: copy)
         try FileManager.default.copyItem(at: original, to: copy)
-        let copied = try Store(directory: copy, configuration: configuration)
-        #expect(copied[key] == 7)
-        let report = try copied.verify()
-        #expect(report.isSound, "\(report)")
-        // Its first write makes a MAC over its own epoch.
-        try copied.set(8, for: key)
-        #expect(try copied.verify().isSound)
-        let eventLog = try copied.eventLog
-        #expect(try eventLog.environment.read { txn in try txn.get(eventLog.dbs.meta, key: MetaKey.macEpoch) } == nil)
+        try body(try Store(directory: copy, configuration: configuration))
+    }
+
+    /// A copy of a keyed store (another directory, or a backup restored to another file) gets a new
+    /// epoch when it opens, and the head MAC covers the epoch: the copy must still verify before
+    /// it writes anything.
+    @Test func aCopiedKeyedStoreVerifiesBeforeItsFirstWrite() throws {
+        try withCopiedKeyedStore { copied in
+            #expect(copied[Self.copiedKey] == 7)
+            let report = try copied.verify()
+            #expect(report.isSound, "\(report)")
+            // Its first write makes a MAC over its own epoch.
+            try copied.set(8, for: Self.copiedKey)
+            #expect(try copied.verify().isSound)
+            let eventLog = try copied.eventLog
+            #expect(try eventLog.environment.read { txn in try txn.get(eventLog.dbs.meta, key: MetaKey.macEpoch) } == nil)
+        }
     }
 
     /// The epoch a copy keeps for its MAC does not let an edited head pass.
     @Test func aCopiedKeyedStoreWithAnEditedHeadFailsVerify() throws {
-        let original = temporaryDirectory()
-        let copy = temporaryDirectory()
-        defer {
-            try? FileManager.default.removeItem(at: original)
-            try? FileManager.default.removeItem(at: copy)
+        try withCopiedKeyedStore { copied in
+            let eventLog = try copied.eventLog
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.meta, key: MetaKey.chain, value: [UInt8](repeating: 7, count: 32))
+            }
+            #expect(try !copied.verify().isSound)
         }
-        let configuration = passphraseConfiguration("copied")
-        do {
-            let store = try Store(directory: original, configuration: configuration)
-            try store.set(7, for: Key<Int>("copied.value", default: 0, sync: .manual))
-        }
-        try? FileManager.default.removeItem(at: copy)
-        try FileManager.default.copyItem(at: original, to: copy)
-        let copied = try Store(directory: copy, configuration: configuration)
-        let eventLog = try copied.eventLog
-        try eventLog.environment.write { txn in try txn.put(eventLog.dbs.meta, key: MetaKey.chain, value: [UInt8](repeating: 7, count: 32)) }
-        #expect(try !copied.verify().isSound)
     }
 
     @Test func aStoreKeyedAfterItsFirstEventsHasAKeyedChain() throws {
