@@ -6,8 +6,8 @@ import ChronicleSodium
 extension EventLog {
     /// A key of a view: the unit last-writer-wins decides over.
     private struct ViewKey: Hashable {
-        package var domain: Domain
-        package var name: String
+        var domain: Domain
+        var name: String
     }
 
     /// A record compaction keeps, with its place in the old log.

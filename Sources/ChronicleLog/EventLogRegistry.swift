@@ -25,10 +25,10 @@ import Darwin
 package enum EventLogRegistry {
     private struct Entry {
         /// Held while leases exist.
-        package var held: EventLog?
+        var held: EventLog?
         /// The log, while anything at all holds it.
         weak var live: EventLog?
-        package var leases: Int
+        var leases: Int
     }
 
     private static let entries = Mutex<[String: Entry]>([:])

@@ -30,21 +30,21 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
     }
 
     fileprivate final class Ticket: Sendable {
-        package let request: Request
+        let request: Request
         /// Called with the result by the group's leader; `nil` when a thread waits on `wakeUp`.
-        package let completion: Completion?
-        package let state = Mutex<TicketState>(.waiting)
-        package let wakeUp = DispatchSemaphore(value: 0)
+        let completion: Completion?
+        let state = Mutex<TicketState>(.waiting)
+        let wakeUp = DispatchSemaphore(value: 0)
 
-        package init(_ request: Request, completion: Completion?) {
+        init(_ request: Request, completion: Completion?) {
             self.request = request
             self.completion = completion
         }
     }
 
     private struct Queue: ~Copyable {
-        package var pending: [Ticket] = []
-        package var leading = false
+        var pending: [Ticket] = []
+        var leading = false
     }
 
     private let queue = Mutex(Queue())

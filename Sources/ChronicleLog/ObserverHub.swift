@@ -25,8 +25,8 @@ package final class ObserverHub: Sendable {
     package typealias Handler = @Sendable (Change) -> Void
 
     private struct State: ~Copyable {
-        package var nextID = 0
-        package var handlers: [Int: Handler] = [:]
+        var nextID = 0
+        var handlers: [Int: Handler] = [:]
     }
 
     private let state = Mutex(State())

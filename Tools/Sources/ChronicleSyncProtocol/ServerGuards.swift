@@ -57,32 +57,32 @@ package final class ConnectionsPerAddress: Sendable {
 
     /// Counts its connection in when it becomes active (or is already), out when it closes.
     private final class Guard: ChannelDuplexHandler, RemovableChannelHandler {
-        package typealias InboundIn = NIOAny
-        package typealias OutboundIn = NIOAny
-        package let owner: ConnectionsPerAddress
-        package var address: String?
-        package var decided = false
+        typealias InboundIn = NIOAny
+        typealias OutboundIn = NIOAny
+        let owner: ConnectionsPerAddress
+        var address: String?
+        var decided = false
 
-        package init(owner: ConnectionsPerAddress) {
+        init(owner: ConnectionsPerAddress) {
             self.owner = owner
         }
 
-        package func handlerAdded(context: ChannelHandlerContext) {
+        func handlerAdded(context: ChannelHandlerContext) {
             if context.channel.isActive { decide(context) }
         }
 
-        package func channelActive(context: ChannelHandlerContext) {
+        func channelActive(context: ChannelHandlerContext) {
             decide(context)
             context.fireChannelActive()
         }
 
-        package func channelInactive(context: ChannelHandlerContext) {
+        func channelInactive(context: ChannelHandlerContext) {
             if let address { owner.release(address) }
             address = nil
             context.fireChannelInactive()
         }
 
-        package func handlerRemoved(context: ChannelHandlerContext) {
+        func handlerRemoved(context: ChannelHandlerContext) {
             if let address { owner.release(address) }
             address = nil
         }
