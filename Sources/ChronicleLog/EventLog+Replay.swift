@@ -12,6 +12,8 @@ extension EventLog {
         package var keyed = false
         /// The first sequence the chain is keyed at, if it is.
         package var keyedFrom: UInt64?
+        /// The chain hash of the last record read (zeros for an empty log).
+        package var chain: [UInt8] = LogRecord.noChain
     }
 
     /// Visits every log record in order, checking the hash chain and decoding
@@ -91,7 +93,7 @@ extension EventLog {
             count += 1
             return true
         }
-        return Replay(records: count, keyed: hashKey != nil, keyedFrom: keyedFrom)
+        return Replay(records: count, keyed: hashKey != nil, keyedFrom: keyedFrom, chain: previous)
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
@@ -141,16 +143,31 @@ extension EventLog {
 
     /// Checks what `meta` says of the log against the log itself: a store with a data key of
     /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
-    private func verifyHead(_ txn: borrowing Transaction, keyed: Bool, records: Int) throws {
+    private func verifyHead(_ txn: borrowing Transaction, _ replay: Replay) throws {
         let head = try LogHead.read(txn, dbs)
-        guard UInt64(records) == head.sequence else {
-            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(records)")
+        guard UInt64(replay.records) == head.sequence else {
+            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.records)")
         }
+        // The head's chain hash must be the log's own: a head MAC over another chain (an old head
+        // put back over a log cut or rewritten since) says nothing about this log.
+        guard head.chain == replay.chain else {
+            throw ChronicleError.corruptMeta(entry: "chain", reason: "the head's chain hash is not that of the log's last record")
+        }
+        let keyed = replay.keyed
         if try txn.get(dbs.meta, key: MetaKey.activeKey) != nil, !keyed {
             throw ChronicleError.corruptMeta(
                 entry: "chain.key", reason: "this store has a data key but its hash chain is not keyed: the chain was downgraded or rewritten")
         }
-        guard keyed, let key = try chainKeys.key(head.chainKeyID) else { return }
+        guard keyed else { return }
+        try checkHeadMAC(head, txn)
+    }
+
+    /// Checks a keyed head's MAC (nothing for an unkeyed head): `verify` runs it, and so does
+    /// every write before it writes a new MAC, so an edited head is refused, never re-signed.
+    /// - Throws: `.corruptMeta("head.mac", …)` when the MAC is missing or does not verify;
+    ///   `.keyUnavailable` when the chain key is not at hand.
+    package func checkHeadMAC(_ head: LogHead, _ txn: borrowing Transaction) throws {
+        guard let key = try chainKeys.key(head.chainKeyID) else { return }
         guard let stored = try txn.get(dbs.meta, key: MetaKey.headMAC) else {
             // Stores keyed by format 1 get their head MAC with their next write.
             if try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil { return }
@@ -219,7 +236,7 @@ extension EventLog {
                         sequence: first,
                         reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
                 }
-                try verifyHead(txn, keyed: replay.keyed, records: replay.records)
+                try verifyHead(txn, replay)
             } catch ChronicleError.keyUnavailable(let reason) {
                 // Not a finding about the log: the check could not run (a keyed log without its key).
                 throw ChronicleError.keyUnavailable(reason: reason)

@@ -177,6 +177,8 @@ extension EventLog {
     ) throws -> R {
         try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
+            // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
+            try checkHeadMAC(head, txn)
             let before = head
             let result = try body(txn, &head)
             switch write {

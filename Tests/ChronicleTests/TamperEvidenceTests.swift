@@ -103,6 +103,45 @@ struct TamperEvidenceTests {
         }
     }
 
+    /// The tail cut as above, then the app writes: the write must refuse the edited head, not
+    /// sign it with a new MAC that makes the cut log verify.
+    @Test func aWriteRefusesAnEditedHeadInsteadOfResigningIt() throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ in
+            for value in ["a", "b", "c"] { try store.set(value, for: .apiToken) }
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                var head = try LogHead.read(txn, eventLog.dbs)
+                try txn.delete(eventLog.dbs.events, key: head.sequence.bigEndianBytes)
+                head.sequence -= 1
+                let last = try #require(try txn.get(eventLog.dbs.events, key: head.sequence.bigEndianBytes))
+                try txn.put(eventLog.dbs.meta, key: MetaKey.sequence, value: head.sequence.bigEndianBytes)
+                try txn.put(eventLog.dbs.meta, key: MetaKey.chain, value: Array(last.suffix(LogRecord.hashLength)))
+            }
+            #expect {
+                try store.set("d", for: .apiToken)
+            } throws: { error in
+                "\(error)".contains("head.mac")
+            }
+            #expect(try !store.verify().isSound)
+        }
+    }
+
+    /// A head whose chain hash is not the log's last record's fails verify, keyed or not (an
+    /// unkeyed head has no MAC to catch it).
+    @Test func aHeadWithAnotherChainHashFailsVerify() throws {
+        try withTemporaryStore { store, _ in
+            for index in 0..<3 { try store.set(index, for: Key<Int>("plain.k\(index)", default: 0)) }
+            #expect(try store.verify().isSound)
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.meta, key: MetaKey.chain, value: [UInt8](repeating: 9, count: LogRecord.hashLength))
+            }
+            let report = try store.verify()
+            #expect(!report.isSound)
+            #expect(report.firstProblem.map { "\($0)" }?.contains("\"chain\"") == true)
+        }
+    }
+
     /// A store written by format 1 that got its key after its first events (every
     /// `Store.standard` with a secret) has an unkeyed chain: this version keys it from its
     /// first opening on, and the store verifies.
