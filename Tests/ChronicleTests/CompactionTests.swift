@@ -167,6 +167,31 @@ struct CompactionTests {
         #expect(try reopened.verify().isSound)
     }
 
+    /// A copy of a store's directory, reclaimed before it was ever opened, is still a copy: it
+    /// gets its own replica id when it opens, not the original's.
+    @Test func reclaimingACopyBeforeItOpensKeepsItACopy() throws {
+        let original = temporaryDirectory()
+        let copy = temporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(at: original)
+            try? FileManager.default.removeItem(at: copy)
+        }
+        let key = Key<Int>("copied.value", default: 0)
+        let replica: ReplicaID
+        do {
+            let store = try Store(directory: original)
+            try store.set(5, for: key)
+            replica = try store.replicaID
+        }
+        try? FileManager.default.removeItem(at: copy)
+        try FileManager.default.copyItem(at: original, to: copy)
+        _ = try Store.reclaimSpace(directory: copy)
+        let copied = try Store(directory: copy)
+        #expect(try copied.replicaID != replica)
+        #expect(copied[key] == 5)
+        #expect(try copied.verify().isSound)
+    }
+
     /// Reclaiming while another process writes would send that process's later writes to
     /// the unlinked old file: it must refuse, and leave every write in place.
     @Test func reclaimRefusesWhileAnotherProcessHasTheStoreOpen() async throws {
