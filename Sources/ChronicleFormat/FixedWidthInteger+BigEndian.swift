@@ -1,11 +1,13 @@
 extension FixedWidthInteger {
     /// The integer as fixed-width big-endian bytes (sorts like the number in LMDB's default order).
-    package var bigEndianBytes: [UInt8] {
+    /// Inlinable: it runs several times per event in other modules, where an unspecialized
+    /// generic call costs more than the bytes.
+    @inlinable package var bigEndianBytes: [UInt8] {
         withUnsafeBytes(of: self.bigEndian) { Array($0) }
     }
 
     /// Reads a big-endian integer from exactly `MemoryLayout<Self>.size` bytes.
-    package init?(bigEndianBytes bytes: [UInt8]) {
+    @inlinable package init?(bigEndianBytes bytes: [UInt8]) {
         guard bytes.count == MemoryLayout<Self>.size else { return nil }
         var value: Self = 0
         for byte in bytes { value = value << 8 | Self(byte) }
