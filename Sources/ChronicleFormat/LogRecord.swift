@@ -35,24 +35,20 @@ package struct LogRecord: Sendable {
     package var hash: [UInt8]
 
     /// The chain hash of a record: BLAKE2b-256 of `previous ‖ u64 sequence ‖ kind ‖ body`, keyed
-    /// with the chain key when the chain is keyed (FORMAT.md 4). It runs once per record on every
-    /// write, import, replay and verify, so the parts are absorbed in place (no input buffer),
-    /// and the keyed state starts from a copy that has the key block already.
+    /// with the chain key when the chain is keyed (FORMAT.md 4), written into `output`
+    /// (``hashLength`` bytes). It runs once per record on every write, import, replay and verify,
+    /// so the parts are absorbed in place (no input buffer), and the keyed state starts from a
+    /// copy that has the key block already.
     package static func chainHash(
-        previous: [UInt8], sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer, key: KeyedHash?
-    ) -> [UInt8] {
-        if let key {
-            return key.hash { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
-        }
-        return KeyedHash.unkeyed(length: hashLength) { absorber in
-            absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body)
-        }
-    }
-
-    private static func absorbRecord(
-        _ absorber: borrowing KeyedHash.Absorber, previous: [UInt8], sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer
+        previous: UnsafeRawBufferPointer, sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer, key: KeyedHash?,
+        into output: UnsafeMutableRawBufferPointer
     ) {
-        previous.withUnsafeBytes { absorbRecord(absorber, previous: $0, sequence: sequence, kind: kind, body: body) }
+        // Trailing closures, not one closure value: a stored closure allocates its context per record.
+        if let key {
+            key.hash(into: output) { absorbRecord($0, previous: previous, sequence: sequence, kind: kind, body: body) }
+        } else {
+            KeyedHash.unkeyed(into: output) { absorbRecord($0, previous: previous, sequence: sequence, kind: kind, body: body) }
+        }
     }
 
     private static func absorbRecord(
@@ -65,22 +61,15 @@ package struct LogRecord: Sendable {
         absorber.absorb(body)
     }
 
-    /// ``chainHash(previous:sequence:kind:body:key:)`` written into `output` (``hashLength`` bytes):
-    /// no array per record, for replay and verify.
-    package static func chainHash(
-        previous: UnsafeRawBufferPointer, sequence: UInt64, kind: RecordKind, body: UnsafeRawBufferPointer, key: KeyedHash?,
-        into output: UnsafeMutableRawBufferPointer
-    ) {
-        if let key {
-            key.hash(into: output) { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
-        } else {
-            KeyedHash.unkeyed(into: output) { absorber in absorbRecord(absorber, previous: previous, sequence: sequence, kind: kind, body: body) }
-        }
-    }
-
-    /// ``chainHash(previous:sequence:kind:body:key:)`` of a body held in an array.
+    /// ``chainHash(previous:sequence:kind:body:key:into:)`` of arrays, as a new array.
     package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: KeyedHash?) -> [UInt8] {
-        body.withUnsafeBytes { chainHash(previous: previous, sequence: sequence, kind: kind, body: $0, key: key) }
+        var hash = [UInt8](repeating: 0, count: hashLength)
+        previous.withUnsafeBytes { previous in
+            body.withUnsafeBytes { body in
+                hash.withUnsafeMutableBytes { chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: key, into: $0) }
+            }
+        }
+        return hash
     }
 
     package func encoded() -> [UInt8] {

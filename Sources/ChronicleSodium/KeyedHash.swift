@@ -77,14 +77,8 @@ package final class KeyedHash: Sendable {
         hash { absorber in for part in parts { absorber.absorb(part) } }
     }
 
-    /// The unkeyed hash (``GenericHash``) of what `feed` absorbs: no input buffer to build.
-    package static func unkeyed(length: Int = GenericHash.defaultLength, _ feed: (borrowing Absorber) -> Void) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: length)
-        output.withUnsafeMutableBytes { unkeyed(into: $0, feed) }
-        return output
-    }
-
-    /// The unkeyed hash of what `feed` absorbs, into `output` (16...64 bytes, its whole length).
+    /// The unkeyed hash (``GenericHash``) of what `feed` absorbs, into `output` (16...64 bytes,
+    /// its whole length): no input buffer to build.
     package static func unkeyed(into output: UnsafeMutableRawBufferPointer, _ feed: (borrowing Absorber) -> Void) {
         guard let out = output.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         withScratchState { scratch in

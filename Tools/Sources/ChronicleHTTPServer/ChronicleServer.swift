@@ -3,11 +3,9 @@ public import ChronicleSyncProtocol
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
 public import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// Serves a store's log to replicas over HTTP (`chronicle serve`).
 ///
