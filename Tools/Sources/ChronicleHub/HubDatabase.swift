@@ -518,6 +518,11 @@ final class TenantGate: Sendable {
         }
     }
 
+    /// How many appends of `tenant` wait for their turn on this node.
+    func waiting(_ tenant: Int64) -> Int {
+        state.withLock { $0[tenant]?.count ?? 0 }
+    }
+
     func release(_ tenant: Int64) {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard var waiting = state[tenant], !waiting.isEmpty else {

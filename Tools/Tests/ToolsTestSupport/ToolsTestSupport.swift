@@ -92,6 +92,12 @@ public struct RawResponse: Sendable {
     public var data: Data
     /// The body as text (UTF-8).
     public var body: String { String(decoding: data, as: UTF8.self) }
+
+    /// A response with `status` and the body `data`.
+    public init(status: Int, data: Data) {
+        self.status = status
+        self.data = data
+    }
 }
 
 /// Sends one request as a hostile or a plain client would, with `token` as a bearer token when
