@@ -45,8 +45,9 @@ public final class HubDatabase: Sendable {
     static let maxKeysPerDevice: Int64 = 64
     /// Appends waiting on this node, per tenant: they serialize on the tenant's row lock anyway,
     /// so they wait here rather than each holding one of the pool's connections (one tenant's
-    /// queue would otherwise take every connection and stall every other tenant on the node).
-    let appendGate = TenantGate()
+    /// queue would otherwise take every connection and stall every other tenant on the node),
+    /// and whoever's turn it is commits the waiting ones with its own.
+    let appendQueue = AppendQueue()
 
     /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
     ///
@@ -273,146 +274,6 @@ public final class HubDatabase: Sendable {
         throw HubRefusal.unknownTenant("#\(tenant)")
     }
 
-    /// Appends a pushed range's new items to the tenant's log in one transaction: keys the
-    /// tenant has not seen, events whose identity it has not stored (in range order); quotas
-    /// checked before anything is written. Notifies every node.
-    func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
-        await appendGate.acquire(device.tenant)
-        defer { appendGate.release(device.tenant) }
-        let range = try RelayRange(decoding: body)
-        return try await transaction { connection in
-            // The tenant's row lock serializes its appends: positions are numbered under it.
-            let tenantRows = try await connection.query(
-                "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(device.tenant) FOR UPDATE",
-                logger: logger)
-            var state: (head: Int64, chain: [UInt8], events: Int64, bytes: Int64, maxEvents: Int64?, maxBytes: Int64?)?
-            for try await (head, chain, events, bytes, maxEvents, maxBytes) in tenantRows.decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
-                state = (head, Array(buffer: chain), events, bytes, maxEvents, maxBytes)
-            }
-            guard var tenant = state else { throw HubRefusal.unknownTenant("#\(device.tenant)") }
-
-            var receipt = RangeReceipt()
-            receipt.received = range.events.count
-            // Bodies stored already per identity (pushed before, or by another device or node).
-            var known: [IdentityKey: [[UInt8]]] = [:]
-            if !range.events.isEmpty {
-                let writers = range.events.map { ByteBuffer(bytes: $0.writer) }
-                let counters = range.events.map { Int64($0.counter) }
-                let rows = try await connection.query(
-                    """
-                    SELECT e.writer, e.counter, e.body FROM events e
-                    JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
-                      ON e.writer = u.writer AND e.counter = u.counter
-                    WHERE e.tenant_id = \(device.tenant)
-                    """, logger: logger)
-                for try await (writer, counter, body) in rows.decode((ByteBuffer, Int64, ByteBuffer).self) {
-                    known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
-                }
-            }
-            var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
-            var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
-            var addedBytes: Int64 = 0
-            for event in range.events {
-                let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
-                // The same identity with the same bytes is stored once; with other bytes it is
-                // kept too (a relay verifies nothing: members quarantine the one that fails).
-                guard known[identity]?.contains(event.bytes) != true else {
-                    receipt.duplicates += 1
-                    continue
-                }
-                known[identity, default: []].append(event.bytes)
-                tenant.head += 1
-                tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
-                positions.append(tenant.head)
-                writers.append(ByteBuffer(bytes: event.writer))
-                counters.append(Int64(event.counter))
-                policies.append(event.policy.map(Int16.init) ?? -1)
-                sizes.append(Int32(clamping: event.payloadSize))
-                bodies.append(ByteBuffer(bytes: event.bytes))
-                chains.append(ByteBuffer(bytes: tenant.chain))
-                addedBytes += Int64(event.bytes.count)
-            }
-            // Wrapped keys the tenant has not stored, named by an event of the push (a record no
-            // event names is never sent to anyone, so it is not kept): they count against the
-            // tenant's byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
-            var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = []
-            let named = Set(range.events.flatMap(\.keyIDs))
-            let pushedKeys = range.keys.filter { named.contains($0.id) }
-            if !pushedKeys.isEmpty {
-                var digests: [[UInt8]: RelayRange.Key] = [:]
-                for key in pushedKeys { digests[key.digest] = key }
-                let pushed = digests.keys.map { ByteBuffer(bytes: $0) }
-                var (stored, storedByDevice): (Int64, Int64) = (0, 0)
-                for try await (count, byDevice) in try await connection.query(
-                    "SELECT count(*), count(*) FILTER (WHERE device = \(device.name)) FROM wrapped_keys WHERE tenant_id = \(device.tenant)",
-                    logger: logger
-                ).decode((Int64, Int64).self) { (stored, storedByDevice) = (count, byDevice) }
-                let present = try await connection.query(
-                    "SELECT digest FROM wrapped_keys WHERE tenant_id = \(device.tenant) AND digest = ANY(\(pushed)::bytea[])", logger: logger)
-                for try await digest in present.decode(ByteBuffer.self) { digests[Array(buffer: digest)] = nil }
-                for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-                    keyDigests.append(ByteBuffer(bytes: digest))
-                    keyBodies.append(ByteBuffer(bytes: key.bytes))
-                    keyIDs.append(ByteBuffer(bytes: key.id))
-                    addedBytes += Int64(key.bytes.count)
-                }
-                if storedByDevice + Int64(keyDigests.count) > Self.maxKeysPerDevice {
-                    throw HubRefusal.quotaExceeded(
-                        "device \(device.name) stored \(storedByDevice) wrapped keys and this push brings \(keyDigests.count) more: "
-                            + "a device stores at most \(Self.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
-                }
-                if stored + Int64(keyDigests.count) > Self.maxKeys {
-                    throw HubRefusal.quotaExceeded(
-                        "the tenant holds \(stored) wrapped keys and this push brings \(keyDigests.count) more: at most \(Self.maxKeys) are kept "
-                            + "(the operator frees them with `chronicle hub keys drop`)")
-                }
-            }
-            if let maxEvents = tenant.maxEvents, tenant.events + Int64(positions.count) > maxEvents {
-                throw HubRefusal.quotaExceeded(
-                    "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(positions.count) more pushed): ask the operator")
-            }
-            if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
-                throw HubRefusal.quotaExceeded(
-                    "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
-            }
-            if !keyDigests.isEmpty {
-                // One statement, not one round trip per key under the tenant's lock.
-                let rows = try await connection.query(
-                    """
-                    INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
-                    SELECT \(device.tenant), *, \(device.name) FROM unnest(\(keyDigests)::bytea[], \(keyBodies)::bytea[], \(keyIDs)::bytea[])
-                    ON CONFLICT DO NOTHING RETURNING tenant_id
-                    """, logger: logger)
-                for try await _ in rows { receipt.keys += 1 }
-            }
-            if !positions.isEmpty {
-                try await connection.query(
-                    """
-                    INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
-                    SELECT \(device.tenant), * FROM unnest(\(positions)::bigint[], \(writers)::bytea[], \(counters)::bigint[],
-                        \(policies)::smallint[], \(sizes)::integer[], \(bodies)::bytea[], \(chains)::bytea[])
-                    """, logger: logger)
-            }
-            if !positions.isEmpty || addedBytes > 0 {
-                let chain = ByteBuffer(bytes: tenant.chain)
-                try await connection.query(
-                    """
-                    UPDATE tenants SET head = \(tenant.head), chain = \(chain), event_count = event_count + \(Int64(positions.count)),
-                        byte_count = byte_count + \(addedBytes)
-                    WHERE id = \(device.tenant)
-                    """, logger: logger)
-            }
-            try await connection.query(
-                "UPDATE devices SET last_seen = now(), pushed = pushed + \(Int64(positions.count)) WHERE tenant_id = \(device.tenant) AND name = \(device.name)",
-                logger: logger)
-            if !positions.isEmpty || receipt.keys > 0 {
-                try await connection.query("SELECT pg_notify(\(Self.channel), \(String(device.tenant)))", logger: logger)
-            }
-            receipt.applied = positions.count
-            return receipt
-        }
-    }
-
     /// A range of the tenant's log after position `after`, as `GET /v1/range` returns it: at most
     /// `maxEvents` events passing `filter` (and not written by `excluding`), read in one snapshot.
     /// Also returns whether it holds any event.
@@ -498,43 +359,6 @@ struct HubDevice: Sendable, Equatable {
 struct IdentityKey: Hashable {
     var writer: [UInt8]
     var counter: Int64
-}
-
-/// One holder per tenant at a time; the others wait in turn (no connection held meanwhile).
-final class TenantGate: Sendable {
-    private let state = Mutex<[Int64: [CheckedContinuation<Void, Never>]]>([:])
-
-    func acquire(_ tenant: Int64) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                guard state[tenant] != nil else {
-                    state[tenant] = []
-                    return true
-                }
-                state[tenant]?.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// How many appends of `tenant` wait for their turn on this node.
-    func waiting(_ tenant: Int64) -> Int {
-        state.withLock { $0[tenant]?.count ?? 0 }
-    }
-
-    func release(_ tenant: Int64) {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard var waiting = state[tenant], !waiting.isEmpty else {
-                state[tenant] = nil
-                return nil
-            }
-            let first = waiting.removeFirst()
-            state[tenant] = waiting
-            return first
-        }
-        next?.resume()
-    }
 }
 
 /// One version of the hub's schema.

@@ -50,11 +50,11 @@ extension HubTests {
         }
         // The first push waits on the row lock; every other one in the node's queue.
         var polls = 0
-        while hub.nodes[0].database.appendGate.waiting(id) < pushes.count - 1, polls < 3_000 {
+        while hub.nodes[0].database.appendQueue.waiting(id) < pushes.count - 1, polls < 3_000 {
             try await Task.sleep(for: .milliseconds(10))
             polls += 1
         }
-        #expect(hub.nodes[0].database.appendGate.waiting(id) == pushes.count - 1, "the pushes did not queue")
+        #expect(hub.nodes[0].database.appendQueue.waiting(id) == pushes.count - 1, "the pushes did not queue")
         release.finish()
         try await holder.value
         var responses: [RawResponse] = []

@@ -1,0 +1,345 @@
+@_spi(Wire) import ChronicleFormat
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+extension HubDatabase {
+    /// The most pushes one transaction commits together.
+    static let maxPushesPerCommit = 64
+    /// About the most body bytes one transaction commits together (the first push always goes,
+    /// whatever its size).
+    static let maxBytesPerCommit = 8 << 20
+
+    /// Appends a pushed range's new items to the tenant's log: keys the tenant has not seen,
+    /// events whose identity it has not stored (in range order); quotas checked before anything
+    /// is written. Notifies every node.
+    ///
+    /// A tenant's appends take turns on this node. The push whose turn it is commits the pushes
+    /// waiting behind it in the same transaction, each in arrival order and with its own
+    /// receipt or refusal, as if each had committed alone: one lock, lookup and commit for many
+    /// devices instead of one each. A database failure fails every push of that transaction
+    /// (each device retries); nothing of it is written.
+    func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
+        let own = AppendQueue.Push(body: body, device: device)
+        switch await appendQueue.enqueue(own) {
+        case let .done(result):
+            return try result.get()
+        case .lead:
+            let others = appendQueue.take(device.tenant, budget: Self.maxBytesPerCommit - body.count, count: Self.maxPushesPerCommit - 1)
+            let pushes = [own] + others.map(\.push)
+            // In a task of its own: a leader's request cancelled (its client gone) must not
+            // cancel the other devices' pushes it carries.
+            let results = await Task { await self.commit(pushes, tenant: device.tenant) }.value
+            for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .done(result)) }
+            appendQueue.finish(device.tenant)
+            return try results[0].get()
+        }
+    }
+
+    /// One result per push, in order: all pushes fail alike when the transaction does.
+    private func commit(_ pushes: [AppendQueue.Push], tenant: Int64) async -> [Result<RangeReceipt, any Error>] {
+        do {
+            return try await transaction { connection in try await self.append(pushes, tenant: tenant, on: connection) }
+        } catch {
+            return pushes.map { _ in .failure(error) }
+        }
+    }
+
+    /// The tenant's row and counts, read under its row lock.
+    private struct TenantState {
+        var head: Int64
+        var chain: [UInt8]
+        var events: Int64
+        var bytes: Int64
+        var maxEvents: Int64?
+        var maxBytes: Int64?
+        /// Wrapped keys stored, in all and per device (read only when a push brings keys).
+        var keys: Int64 = 0
+        var keysByDevice: [String: Int64] = [:]
+    }
+
+    /// What the transaction writes, pushes in order.
+    private struct Writes {
+        var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
+        var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
+        var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = [], keyDevices: [String] = []
+        var addedBytes: Int64 = 0
+        /// Events appended per device (every device that pushed, with 0 when nothing was new).
+        var pushedByDevice: [String: Int64] = [:]
+    }
+
+    /// Decides each push against the tenant's state as the pushes before it left it, then
+    /// writes what was accepted in one statement (two when keys come).
+    private func append(_ pushes: [AppendQueue.Push], tenant id: Int64, on connection: PostgresConnection) async throws -> [Result<RangeReceipt, any Error>] {
+        // The tenant's row lock serializes its appends across nodes: positions are numbered under it.
+        var tenant: TenantState?
+        for try await (head, chain, events, bytes, maxEvents, maxBytes) in try await connection.query(
+            "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger
+        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
+            tenant = TenantState(head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes)
+        }
+        guard var tenant else { throw HubRefusal.unknownTenant("#\(id)") }
+
+        // Decoded in the tenant's turn: a queue of pushes holds bytes, not decoded ranges.
+        let ranges = pushes.map { push in Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) } }
+        let decoded = ranges.compactMap { try? $0.get() }
+
+        // Bodies stored already per identity (pushed before, or by another device or node).
+        var known: [IdentityKey: [[UInt8]]] = [:]
+        let events = decoded.flatMap(\.events)
+        if !events.isEmpty {
+            let writers = events.map { ByteBuffer(bytes: $0.writer) }
+            let counters = events.map { Int64($0.counter) }
+            let rows = try await connection.query(
+                """
+                SELECT e.writer, e.counter, e.body FROM events e
+                JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
+                  ON e.writer = u.writer AND e.counter = u.counter
+                WHERE e.tenant_id = \(id)
+                """, logger: logger)
+            for try await (writer, counter, body) in rows.decode((ByteBuffer, Int64, ByteBuffer).self) {
+                known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
+            }
+        }
+        // Wrapped keys named by an event of their push (a record no event names is never sent to
+        // anyone, so it is not kept), and which of them the tenant has stored.
+        let namedKeys = decoded.map { range in
+            let named = Set(range.events.flatMap(\.keyIDs))
+            return range.keys.filter { named.contains($0.id) }
+        }
+        var storedDigests: Set<[UInt8]> = []
+        let pushedDigests = Set(namedKeys.joined().map(\.digest))
+        if !pushedDigests.isEmpty {
+            for try await (device, count) in try await connection.query(
+                "SELECT device, count(*) FROM wrapped_keys WHERE tenant_id = \(id) GROUP BY device", logger: logger
+            ).decode((String?, Int64).self) {
+                tenant.keys += count
+                if let device { tenant.keysByDevice[device] = count }
+            }
+            let pushed = pushedDigests.map { ByteBuffer(bytes: $0) }
+            for try await digest in try await connection.query(
+                "SELECT digest FROM wrapped_keys WHERE tenant_id = \(id) AND digest = ANY(\(pushed)::bytea[])", logger: logger
+            ).decode(ByteBuffer.self) { storedDigests.insert(Array(buffer: digest)) }
+        }
+
+        var writes = Writes()
+        var results: [Result<RangeReceipt, any Error>] = []
+        var keysOfPush: [[[UInt8]]] = []  // the digests each accepted push stores
+        var decodedIndex = 0
+        for (push, range) in zip(pushes, ranges) {
+            guard case let .success(range) = range else {
+                if case let .failure(error) = range { results.append(.failure(error)) }
+                keysOfPush.append([])
+                continue
+            }
+            let keys = namedKeys[decodedIndex]
+            decodedIndex += 1
+            // Decided on copies: a refused push leaves no trace in the state the next one sees.
+            var (next, nextKnown, nextWrites) = (tenant, known, writes)
+            do {
+                let receipt = try Self.decide(range, keys: keys, device: push.device.name, storedDigests: storedDigests, tenant: &next, known: &nextKnown, writes: &nextWrites)
+                keysOfPush.append(Array(nextWrites.keyDigests[writes.keyDigests.count...].map { Array(buffer: $0) }))
+                (tenant, known, writes) = (next, nextKnown, nextWrites)
+                for digest in keysOfPush.last ?? [] { storedDigests.insert(digest) }
+                results.append(.success(receipt))
+            } catch {
+                keysOfPush.append([])
+                results.append(.failure(error))
+            }
+        }
+
+        var storedKeys: Set<[UInt8]> = []
+        if !writes.keyDigests.isEmpty {
+            // One statement, not one round trip per key under the tenant's lock.
+            let rows = try await connection.query(
+                """
+                INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
+                SELECT \(id), * FROM unnest(\(writes.keyDigests)::bytea[], \(writes.keyBodies)::bytea[], \(writes.keyIDs)::bytea[], \(writes.keyDevices)::text[])
+                ON CONFLICT DO NOTHING RETURNING digest
+                """, logger: logger)
+            for try await digest in rows.decode(ByteBuffer.self) { storedKeys.insert(Array(buffer: digest)) }
+        }
+        let changed = !writes.positions.isEmpty || writes.addedBytes > 0
+        let notify = !writes.positions.isEmpty || !storedKeys.isEmpty
+        let (devices, pushedCounts) = (Array(writes.pushedByDevice.keys), Array(writes.pushedByDevice.values))
+        let chain = ByteBuffer(bytes: tenant.chain)
+        // The events, the tenant's head and counts, the devices' and the other nodes' wake-up in
+        // one round trip (data-modifying WITH clauses run whether or not the query reads them).
+        try await connection.query(
+            """
+            WITH appended AS (
+                INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
+                SELECT \(id), * FROM unnest(\(writes.positions)::bigint[], \(writes.writers)::bytea[], \(writes.counters)::bigint[],
+                    \(writes.policies)::smallint[], \(writes.sizes)::integer[], \(writes.bodies)::bytea[], \(writes.chains)::bytea[])
+            ), counted AS (
+                UPDATE tenants SET head = \(tenant.head), chain = \(chain), event_count = event_count + \(Int64(writes.positions.count)),
+                    byte_count = byte_count + \(writes.addedBytes)
+                WHERE id = \(id) AND \(changed)
+            ), seen AS (
+                UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
+                FROM unnest(\(devices)::text[], \(pushedCounts)::bigint[]) AS u(name, count)
+                WHERE d.tenant_id = \(id) AND d.name = u.name
+            )
+            SELECT pg_notify(\(Self.channel), \(String(id))) WHERE \(notify)
+            """, logger: logger)
+
+        return zip(results, keysOfPush).map { result, digests in
+            result.map { receipt in
+                var receipt = receipt
+                receipt.keys = digests.filter { storedKeys.contains($0) }.count
+                return receipt
+            }
+        }
+    }
+
+    /// One push's receipt, its items added to `writes` and the tenant's state advanced; or a
+    /// refusal (over a quota), after which the caller drops the copies it passed.
+    private static func decide(
+        _ range: RelayRange, keys pushedKeys: [RelayRange.Key], device: String, storedDigests: Set<[UInt8]>,
+        tenant: inout TenantState, known: inout [IdentityKey: [[UInt8]]], writes: inout Writes
+    ) throws -> RangeReceipt {
+        var receipt = RangeReceipt()
+        receipt.received = range.events.count
+        var appended: Int64 = 0
+        var addedBytes: Int64 = 0
+        for event in range.events {
+            let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
+            // The same identity with the same bytes is stored once; with other bytes it is kept
+            // too (a relay verifies nothing: members quarantine the one that fails).
+            guard known[identity]?.contains(event.bytes) != true else {
+                receipt.duplicates += 1
+                continue
+            }
+            known[identity, default: []].append(event.bytes)
+            tenant.head += 1
+            tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
+            writes.positions.append(tenant.head)
+            writes.writers.append(ByteBuffer(bytes: event.writer))
+            writes.counters.append(Int64(event.counter))
+            writes.policies.append(event.policy.map(Int16.init) ?? -1)
+            writes.sizes.append(Int32(clamping: event.payloadSize))
+            writes.bodies.append(ByteBuffer(bytes: event.bytes))
+            writes.chains.append(ByteBuffer(bytes: tenant.chain))
+            appended += 1
+            addedBytes += Int64(event.bytes.count)
+        }
+        // Keys the tenant has not stored (nor an earlier push of this commit): they count against
+        // the byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
+        var digests: [[UInt8]: RelayRange.Key] = [:]
+        for key in pushedKeys where !storedDigests.contains(key.digest) { digests[key.digest] = key }
+        if !digests.isEmpty {
+            let storedByDevice = tenant.keysByDevice[device] ?? 0
+            if storedByDevice + Int64(digests.count) > maxKeysPerDevice {
+                throw HubRefusal.quotaExceeded(
+                    "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(digests.count) more: "
+                        + "a device stores at most \(maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
+            }
+            if tenant.keys + Int64(digests.count) > maxKeys {
+                throw HubRefusal.quotaExceeded(
+                    "the tenant holds \(tenant.keys) wrapped keys and this push brings \(digests.count) more: at most \(maxKeys) are kept "
+                        + "(the operator frees them with `chronicle hub keys drop`)")
+            }
+            for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                writes.keyDigests.append(ByteBuffer(bytes: digest))
+                writes.keyBodies.append(ByteBuffer(bytes: key.bytes))
+                writes.keyIDs.append(ByteBuffer(bytes: key.id))
+                writes.keyDevices.append(device)
+                addedBytes += Int64(key.bytes.count)
+            }
+            tenant.keys += Int64(digests.count)
+            tenant.keysByDevice[device] = storedByDevice + Int64(digests.count)
+        }
+        if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
+            throw HubRefusal.quotaExceeded(
+                "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator")
+        }
+        if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
+            throw HubRefusal.quotaExceeded(
+                "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
+        }
+        tenant.events += appended
+        tenant.bytes += addedBytes
+        writes.addedBytes += addedBytes
+        writes.pushedByDevice[device, default: 0] += appended
+        receipt.applied = Int(appended)
+        return receipt
+    }
+}
+
+/// A tenant's appends on this node, in arrival order: one push at a time has the turn, and
+/// commits the others waiting (no connection held while they wait).
+final class AppendQueue: Sendable {
+    /// One push: the body as received, decoded in its turn.
+    struct Push: Sendable {
+        var body: [UInt8]
+        var device: HubDevice
+    }
+
+    /// What a waiting push is told: take the turn, or here is your result.
+    enum Turn: Sendable {
+        case lead
+        case done(Result<RangeReceipt, any Error>)
+    }
+
+    struct Waiting: Sendable {
+        var push: Push
+        var continuation: CheckedContinuation<Turn, Never>
+    }
+
+    /// Per tenant with a push in its turn: the pushes waiting behind it.
+    private let state = Mutex<[Int64: [Waiting]]>([:])
+
+    /// Waits for `push`'s turn (at once when its tenant has none in progress on this node), or
+    /// for the result another push's turn gave it.
+    func enqueue(_ push: Push) async -> Turn {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
+            let lead = state.withLock { state -> Bool in
+                guard state[push.device.tenant] != nil else {
+                    state[push.device.tenant] = []
+                    return true
+                }
+                state[push.device.tenant]?.append(Waiting(push: push, continuation: continuation))
+                return false
+            }
+            if lead { continuation.resume(returning: .lead) }
+        }
+    }
+
+    /// Removes the oldest waiting pushes of `tenant`, at most `count` of them and about
+    /// `budget` body bytes, for the push in its turn to commit with its own.
+    func take(_ tenant: Int64, budget: Int, count: Int) -> [Waiting] {
+        state.withLock { state in
+            guard var waiting = state[tenant] else { return [] }
+            var taken = 0
+            var bytes = 0
+            while taken < min(count, waiting.count), bytes + waiting[taken].push.body.count <= budget {
+                bytes += waiting[taken].push.body.count
+                taken += 1
+            }
+            let batch = Array(waiting.prefix(taken))
+            waiting.removeFirst(taken)
+            state[tenant] = waiting
+            return batch
+        }
+    }
+
+    /// Ends the turn on `tenant`: the oldest waiting push takes it, or the tenant has none.
+    func finish(_ tenant: Int64) {
+        let next = state.withLock { state -> Waiting? in
+            guard var waiting = state[tenant], !waiting.isEmpty else {
+                state[tenant] = nil
+                return nil
+            }
+            let first = waiting.removeFirst()
+            state[tenant] = waiting
+            return first
+        }
+        next?.continuation.resume(returning: .lead)
+    }
+
+    /// How many appends of `tenant` wait on this node.
+    func waiting(_ tenant: Int64) -> Int {
+        state.withLock { $0[tenant]?.count ?? 0 }
+    }
+}
+
