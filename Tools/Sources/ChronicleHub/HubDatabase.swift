@@ -64,11 +64,26 @@ public final class HubDatabase: Sendable {
     /// Runs the connection pool until the task is cancelled; every other call needs it running.
     public func run() async {
         running.withLock { $0 = true }
-        await client.run()
+        await withTaskCancellationHandler {
+            await client.run()
+        } onCancel: {
+            stopping.withLock { $0 = true }
+        }
     }
 
     /// Whether ``run()`` was called (the pool marks itself running as the call begins).
     private let running = Mutex(false)
+    /// Whether ``run()`` was cancelled: the pool is closing its connections.
+    private let stopping = Mutex(false)
+
+    /// Whether the pool is shutting down (a connection it closes is not a lost database).
+    var isStopping: Bool { stopping.withLock { $0 } }
+
+    /// Says the pool is about to stop, before its task is cancelled: the tasks beside it then
+    /// take the connections it closes for the shutdown they are.
+    func willStop() {
+        stopping.withLock { $0 = true }
+    }
 
     /// Returns once ``run()`` has begun. Call it before the first query of a task started beside
     /// ``run()``: the pool answers a lease asked for before it runs, but with a warning in the log.

@@ -141,6 +141,7 @@ public struct HubNode: Sendable {
                 if let operatorApp { group.addTask { try await operatorApp.run() } }
                 try await app.run()
             }
+            database.willStop()
             group.cancelAll()
         }
     }

@@ -109,7 +109,9 @@ final class HubNotifier: Sendable {
                     }
                 }
             } catch {
-                if Task.isCancelled { return }
+                // The pool stopping closes this connection, sometimes before this task hears
+                // that it is cancelled: the node is stopping, not losing its database.
+                if Task.isCancelled || database.isStopping { return }
                 logger.warning("chronicle hub: lost the notification connection; reconnecting", metadata: ["error": "\(String(reflecting: error))"])
                 notifyAll()
                 try? await Task.sleep(for: .milliseconds(500))
