@@ -1,0 +1,49 @@
+@_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
+@testable import ChronicleHub
+import ChronicleTesting
+import Foundation
+import Testing
+import ToolsTestSupport
+
+/// What `GET /v1/range` answers from any position: bounds, chains and events that join up.
+extension HubTests {
+@Suite struct HubRangeTests {
+    /// Ten events pushed, then pulls after 0, 4, 10, 11 and 2⁶⁴ − 1 (the last two past the
+    /// head: a device whose checkpoint outlived a restored database): each range starts at
+    /// min(after, head), its after-chain is the up-to-chain of the range that ended there, and
+    /// its events are the ones after its start.
+    @Test func rangesFromAnyPositionJoinUp() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            try await withTemporaryStores(1) { stores in
+                for i in 0..<10 { try stores[0].set(i, for: Key<Int>("range.k\(i)", default: 0, sync: .automaticSmall)) }
+                _ = try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
+            }
+            func pull(after: String, max: Int? = nil) async throws -> EventRange {
+                var items: [URLQueryItem] = [.init(name: "after", value: after)]
+                if let max { items.append(.init(name: "max", value: String(max))) }
+                let response = try await rawRequest(hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: items), token: token)
+                #expect(response.status == 200, "\(response.body)")
+                return try EventRange(decoding: Array(response.data))
+            }
+            let firstFour = try await pull(after: "0", max: 4)
+            #expect((firstFour.after, firstFour.upTo, firstFour.head) == (0, 4, 10))
+            #expect(firstFour.afterChain == RelayRange.emptyChain)
+            #expect(firstFour.events.count == 4)
+            let rest = try await pull(after: "4")
+            #expect((rest.after, rest.upTo, rest.head) == (4, 10, 10))
+            #expect(rest.afterChain == firstFour.upToChain, "the range after 4 starts where the one ending at 4 ended")
+            #expect(rest.events.count == 6)
+            #expect(rest.events.map(\.key) == (4..<10).map { "range.k\($0)" })
+            for after in ["10", "11", "18446744073709551615"] {
+                let empty = try await pull(after: after)
+                #expect((empty.after, empty.upTo, empty.head) == (10, 10, 10), "after \(after)")
+                #expect(empty.afterChain == rest.upToChain, "after \(after)")
+                #expect(empty.events.isEmpty)
+            }
+        }
+    }
+}
+}
