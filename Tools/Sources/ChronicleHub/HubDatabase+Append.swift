@@ -71,17 +71,29 @@ extension HubDatabase {
     /// Decides each push against the tenant's state as the pushes before it left it, then
     /// writes what was accepted in one statement (two when keys come).
     private func append(_ pushes: [AppendQueue.Push], tenant id: Int64, on connection: PostgresConnection) async throws -> [Result<RangeReceipt, any Error>] {
-        // The tenant's row lock serializes its appends across nodes: positions are numbered under it.
+        // The tenant's row lock serializes its appends across nodes: positions are numbered under
+        // it. The same statement says which of the pushes' tokens still stand.
+        let hashes = Array(Set(pushes.map(\.device.tokenHash))).map { ByteBuffer(bytes: $0) }
         var tenant: TenantState?
-        for try await (head, chain, events, bytes, maxEvents, maxBytes) in try await connection.query(
-            "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger
-        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
+        var standing: Set<[UInt8]> = []
+        for try await (head, chain, events, bytes, maxEvents, maxBytes, tokens) in try await connection.query(
+            """
+            SELECT head, chain, event_count, byte_count, max_events, max_bytes,
+                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]))
+            FROM tenants WHERE id = \(id) FOR UPDATE
+            """, logger: logger
+        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?, [ByteBuffer]).self) {
             tenant = TenantState(head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes)
+            standing = Set(tokens.map { Array(buffer: $0) })
         }
-        guard var tenant else { throw HubRefusal.unknownTenant("#\(id)") }
+        guard var tenant else { return pushes.map { .failure(revoked($0.device)) } }
 
-        // Decoded in the tenant's turn: a queue of pushes holds bytes, not decoded ranges.
-        let ranges = pushes.map { push in Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) } }
+        // Decoded in the tenant's turn: a queue of pushes holds bytes, not decoded ranges. A push
+        // whose token was revoked since its node looked it up is refused before it is read.
+        let ranges: [Result<RelayRange, any Error>] = pushes.map { push in
+            guard standing.contains(push.device.tokenHash) else { return .failure(revoked(push.device)) }
+            return Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) }.mapError { $0 }
+        }
         let decoded = ranges.compactMap { try? $0.get() }
 
         // Bodies stored already per identity (pushed before, or by another device or node).
@@ -103,7 +115,8 @@ extension HubDatabase {
         }
         // Wrapped keys named by an event of their push (a record no event names is never sent to
         // anyone, so it is not kept), and which of them the tenant has stored.
-        let namedKeys = decoded.map { range in
+        let namedKeys = ranges.map { result -> [RelayRange.Key] in
+            guard case let .success(range) = result else { return [] }
             let named = Set(range.events.flatMap(\.keyIDs))
             return range.keys.filter { named.contains($0.id) }
         }
@@ -125,15 +138,16 @@ extension HubDatabase {
         var writes = Writes()
         var results: [Result<RangeReceipt, any Error>] = []
         var keysOfPush: [[[UInt8]]] = []  // the digests each accepted push stores
-        var decodedIndex = 0
-        for (push, range) in zip(pushes, ranges) {
-            guard case let .success(range) = range else {
-                if case let .failure(error) = range { results.append(.failure(error)) }
+        for (index, push) in pushes.enumerated() {
+            let range: RelayRange
+            switch ranges[index] {
+            case let .success(decoded): range = decoded
+            case let .failure(error):
+                results.append(.failure(error))
                 keysOfPush.append([])
                 continue
             }
-            let keys = namedKeys[decodedIndex]
-            decodedIndex += 1
+            let keys = namedKeys[index]
             // Decided on copies: a refused push leaves no trace in the state the next one sees.
             var (next, nextKnown, nextWrites) = (tenant, known, writes)
             do {

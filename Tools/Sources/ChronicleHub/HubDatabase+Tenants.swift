@@ -2,6 +2,7 @@
 import Foundation
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// Tenants and device tokens: what `chronicle hub tenant …` and `chronicle hub token …` do.
 extension HubDatabase {
@@ -130,12 +131,35 @@ extension HubDatabase {
     }
 
     /// The device a token belongs to, or `nil` (unknown or revoked).
+    ///
+    /// A token this node has served is answered from its memory, without a round trip: every
+    /// statement that then serves the device (info, a pull, a push) checks in the same
+    /// statement that the token still stands, and refuses it with
+    /// ``HubRefusal/revokedToken`` (and forgets it) when it does not. A revocation therefore
+    /// takes effect on the next request, on every node, as when each request looked it up.
     func device(token: String) async throws -> HubDevice? {
-        let hash = ByteBuffer(bytes: Self.tokenHash(token))
+        let digest = Self.tokenHash(token)
+        if let known = tokens.withLock({ $0[digest] }) { return known }
+        let hash = ByteBuffer(bytes: digest)
         let rows = try await client.query(
             "SELECT tenant_id, name FROM devices WHERE token_hash = \(hash)", logger: logger)
-        for try await (tenant, name) in rows.decode((Int64, String).self) { return HubDevice(tenant: tenant, name: name) }
+        for try await (tenant, name) in rows.decode((Int64, String).self) {
+            let device = HubDevice(tenant: tenant, name: name, tokenHash: digest)
+            tokens.withLock { tokens in
+                // Bounded: only tokens that exist get here, and a node that saw this many
+                // starts over (each is looked up again once).
+                if tokens.count >= Self.maxRememberedTokens { tokens.removeAll(keepingCapacity: true) }
+                tokens[digest] = device
+            }
+            return device
+        }
         return nil
+    }
+
+    /// Forgets a token a statement found revoked, and says so.
+    func revoked(_ device: HubDevice) -> HubRefusal {
+        _ = tokens.withLock { $0.removeValue(forKey: device.tokenHash) }
+        return .revokedToken
     }
 
     static func tokenHash(_ token: String) -> [UInt8] { BearerToken.digest(token) }

@@ -38,6 +38,10 @@ public final class HubDatabase: Sendable {
     static let pullBytes = 1 << 20
     /// The channel the hub's nodes notify on: the payload is the tenant id.
     static let channel = "chronicle_hub"
+    /// The most tokens a node remembers (``device(token:)``).
+    static let maxRememberedTokens = 100_000
+    /// Tokens this node has served, by digest.
+    let tokens = Mutex<[[UInt8]: HubDevice]>([:])
     /// The most wrapped keys a tenant holds.
     static let maxKeys: Int64 = 1_024
     /// The most wrapped keys one device's pushes store (a device has a key or two, and one more
@@ -280,27 +284,34 @@ public final class HubDatabase: Sendable {
 
     // MARK: - The log
 
-    /// What the hub answers `GET /v1/info` with for a tenant.
-    func info(tenant: Int64) async throws -> WireInfo {
-        let rows = try await client.query("SELECT relay_id, epoch, head FROM tenants WHERE id = \(tenant)", logger: logger)
+    /// What the hub answers `GET /v1/info` with for a device's tenant, while its token stands.
+    func info(device: HubDevice) async throws -> WireInfo {
+        let hash = ByteBuffer(bytes: device.tokenHash)
+        let rows = try await client.query(
+            """
+            SELECT t.relay_id, t.epoch, t.head FROM tenants t JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
+            WHERE t.id = \(device.tenant)
+            """, logger: logger)
         for try await (relay, epoch, head) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
             return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head))
         }
-        throw HubRefusal.unknownTenant("#\(tenant)")
+        throw revoked(device)
     }
 
-    /// A range of the tenant's log after position `after`, as `GET /v1/range` returns it: at most
-    /// `maxEvents` events passing `filter` (and not written by `excluding`). Also returns how
-    /// many events it holds and where it ends.
+    /// A range of the device's tenant's log after position `after`, as `GET /v1/range` returns
+    /// it, while the device's token stands: at most `maxEvents` events passing `filter` (and not
+    /// written by `excluding`). Also returns how many events it holds and where it ends.
     ///
-    /// The tenant's head and chain, the chain at the start and the events after it are one
+    /// The token check, the tenant's head and chain, the chain at the start and the events after it are one
     /// statement, so one snapshot, in one round trip (the events as arrays in one row). The
     /// wrapped keys the events name are a second statement: they committed with or before
     /// the events that name them, so a later snapshot holds them too (unless the operator
     /// dropped them in between, which is what dropping them means).
     func range(
-        tenant: Int64, device: String, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
+        device: HubDevice, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
     ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64) {
+        let tenant = device.tenant
+        let hash = ByteBuffer(bytes: device.tokenHash)
         // Any `after` past the head is answered from the head: Int64.max is past every head.
         let asked = Int64(clamping: after)
         let rows = try await client.query(
@@ -308,6 +319,7 @@ public final class HubDatabase: Sendable {
             SELECT t.relay_id, t.epoch, t.head, t.chain, a.chain,
                 e.positions, e.writers, e.policies, e.sizes, e.bodies, e.chains
             FROM tenants t
+            JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
             LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least(\(asked), t.head)
             LEFT JOIN LATERAL (
                 SELECT array_agg(position ORDER BY position) AS positions, array_agg(writer ORDER BY position) AS writers,
@@ -326,7 +338,7 @@ public final class HubDatabase: Sendable {
         var found: Row?
         for try await row in rows.decode(Row.self) { found = row }
         guard let (relay, epoch, storedHead, headChain, chainAtStart, positions, writers, policies, sizes, events, chains) = found else {
-            throw HubRefusal.unknownTenant("#\(tenant)")
+            throw revoked(device)
         }
         let head = UInt64(max(0, storedHead))
         // A checkpoint past the head (the database restored from an older backup): answer from
@@ -387,6 +399,8 @@ public final class HubDatabase: Sendable {
 struct HubDevice: Sendable, Equatable {
     var tenant: Int64
     var name: String
+    /// The digest of the token it presented (what `devices.token_hash` holds).
+    var tokenHash: [UInt8]
 }
 
 /// An event identity as a set member.

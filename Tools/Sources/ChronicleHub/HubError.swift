@@ -8,11 +8,14 @@ enum HubRefusal: Error, CustomStringConvertible {
     case unknownTenant(String)
     /// A name the operator gave is not acceptable.
     case invalidName(String)
+    /// A token revoked (or its tenant removed) since this node last served it (401).
+    case revokedToken
 
     var description: String {
         switch self {
         case let .quotaExceeded(text), let .invalidName(text): text
         case let .unknownTenant(name): "no tenant named \(name)"
+        case .revokedToken: HubBackend.refusal
         }
     }
 
@@ -21,6 +24,7 @@ enum HubRefusal: Error, CustomStringConvertible {
         case let .quotaExceeded(text): HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: text)
         case let .invalidName(text): HTTPError(.badRequest, message: text)
         case let .unknownTenant(name): HTTPError(.notFound, message: "no tenant named \(name)")
+        case .revokedToken: HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: HubBackend.refusal)
         }
     }
 }

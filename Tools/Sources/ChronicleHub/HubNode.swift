@@ -210,7 +210,7 @@ struct HubBackend: SyncBackend {
     }
 
     func info(for caller: Caller) async throws -> WireInfo {
-        try await database.info(tenant: caller.device.tenant)
+        try await database.info(device: caller.device)
     }
 
     func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8] {
@@ -218,19 +218,13 @@ struct HubBackend: SyncBackend {
         let wait = min(query.wait, maxWait)
         let generation = notifier.generation(device.tenant)
         var result = try await database.range(
-            tenant: device.tenant, device: device.name, after: query.after, filter: query.filter, excluding: query.excluding?.bytes,
-            maxEvents: query.maxEvents)
+            device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         if wait > 0, result.upTo == query.after {
-            // Nothing new: hold the request until any node appends for this tenant.
+            // Nothing new: hold the request until any node appends for this tenant. The token
+            // may be revoked while the request is held: reading the range again asks (401).
             await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
-            // The token may have been revoked while the request was held: ask again before
-            // answering with what was pushed since.
-            guard try await database.device(token: caller.token) == device else {
-                throw HTTPError(.unauthorized, message: Self.refusal)
-            }
             result = try await database.range(
-                tenant: device.tenant, device: device.name, after: query.after, filter: query.filter, excluding: query.excluding?.bytes,
-                maxEvents: query.maxEvents)
+                device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         }
         if result.upTo > query.after { try await database.recordPull(tenant: device.tenant, device: device.name, position: result.upTo) }
         metrics.eventsServed.increment(by: Int64(result.events))

@@ -459,22 +459,37 @@ await replicationBenchmark()
                 node.maxConnectionsPerAddress = 0
                 try await node.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
             }
-            let relay = try Store(directory: scratch.directory("hub-peer-serve"))
-            let serveURL = try await servers.start(1) { _, onRunning in
-                var server = ChronicleServer(store: relay, token: "bench")
-                server.maxConnectionsPerAddress = 0
-                try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
-            }
             func spread(_ urls: [URL], _ tokens: [String]) -> [BenchDevice] {
                 tokens.enumerated().map { BenchDevice(url: urls[$0.offset % urls.count], token: $0.element, group: 0) }
             }
-            let one = try await pushAndPull(devices: spread([nodeURLs[0]], try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub1-\($0)") }
-            let two = try await pushAndPull(devices: spread(nodeURLs, try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub2-\($0)") }
-            let serve = try await pushAndPull(devices: spread(serveURL, Array(repeating: "bench", count: devices)), eventsPerDevice: perDevice) { scratch.directory("serve-\($0)") }
-            report.single("hub push, \(devices) devices at once, 1 node", rate(one.push), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.push), one.push / serve.push))
-            report.single("hub push, \(devices) devices at once, 2 nodes", rate(two.push), String(format: "%.2f× chronicle serve", two.push / serve.push))
-            report.single("hub pull, \(devices) devices at once, 1 node", rate(one.pull), String(format: "chronicle serve (one store): %@; %.2f×", rate(serve.pull), one.pull / serve.pull))
-            report.single("hub pull, \(devices) devices at once, 2 nodes", rate(two.pull), String(format: "%.2f× chronicle serve", two.pull / serve.pull))
+            // Interleaved rounds, each on a new tenant and a new `chronicle serve` store: one push
+            // of 2,000 events is a fraction of a second, so one round is mostly this machine's
+            // noise. Rows give the medians, and the rounds' spread of ratios to serve's.
+            let rounds = smoke ? 1 : 5
+            var (ones, twos, serves): ([(push: Double, pull: Double)], [(push: Double, pull: Double)], [(push: Double, pull: Double)]) = ([], [], [])
+            for round in 0..<rounds {
+                ones.append(try await pushAndPull(devices: spread([nodeURLs[0]], try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub1-r\(round)-\($0)") })
+                twos.append(try await pushAndPull(devices: spread(nodeURLs, try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub2-r\(round)-\($0)") })
+                let relay = try Store(directory: scratch.directory("hub-peer-serve-r\(round)"))
+                let serveURL = try await servers.start(1) { _, onRunning in
+                    var server = ChronicleServer(store: relay, token: "bench")
+                    server.maxConnectionsPerAddress = 0
+                    try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+                }
+                serves.append(try await pushAndPull(devices: spread(serveURL, Array(repeating: "bench", count: devices)), eventsPerDevice: perDevice) { scratch.directory("serve-r\(round)-\($0)") })
+            }
+            func row(_ what: String, _ ours: [Double], _ serve: [Double], peer: Bool) {
+                func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+                let ratios = zip(ours, serve).map { $0 / $1 }.sorted()
+                let serveText = peer ? "chronicle serve (one store): \(rate(median(serve))); " : ""
+                let spread = rounds > 1
+                    ? String(format: " (%d rounds %.2f–%.2f×; hub %@–%@)", rounds, ratios[0], ratios[rounds - 1], rate(ours.min() ?? 0), rate(ours.max() ?? 0)) : ""
+                report.single(what, rate(median(ours)), serveText + String(format: "%.2f×", median(ratios)) + (peer ? "" : " chronicle serve") + spread)
+            }
+            row("hub push, \(devices) devices at once, 1 node", ones.map(\.push), serves.map(\.push), peer: true)
+            row("hub push, \(devices) devices at once, 2 nodes", twos.map(\.push), serves.map(\.push), peer: false)
+            row("hub pull, \(devices) devices at once, 1 node", ones.map(\.pull), serves.map(\.pull), peer: true)
+            row("hub pull, \(devices) devices at once, 2 nodes", twos.map(\.pull), serves.map(\.pull), peer: false)
             let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
             report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
             // `--hub-scale`: a node process with 10,000 held long-polls, and 1,000 devices of 100
