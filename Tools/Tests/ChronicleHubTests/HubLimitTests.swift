@@ -84,7 +84,7 @@ extension HubTests {
             let mode = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)
             #expect(mode.intValue & 0o777 == 0o600)
             let token = String(decoding: try SecretFile.contents(of: file, what: "token file"), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(try await hub.admin.device(token: token) == HubDevice(tenant: try await hub.tenantID(tenant), name: "phone"))
+            #expect(try await hub.admin.device(token: token) == HubDevice(tenant: try await hub.tenantID(tenant), name: "phone", tokenHash: HubDatabase.tokenHash(token)))
         }
     }
 }

@@ -19,7 +19,9 @@ extension HubTests {
     /// Holds the tenant's row lock while `pushes` (bodies with their tokens) are sent to node 0,
     /// until all but the first wait in the node's queue; then lets them through. Returns each
     /// push's status and body, in the order given.
-    static func queuedPushes(_ hub: HubFixture, tenant: String, _ pushes: [(token: String, body: Data)]) async throws -> [RawResponse] {
+    static func queuedPushes(
+        _ hub: HubFixture, tenant: String, _ pushes: [(token: String, body: Data)], whileQueued: () async throws -> Void = {}
+    ) async throws -> [RawResponse] {
         let id = try await hub.tenantID(tenant)
         let logger = Logger(label: "hub-queued-push-tests")
         let (lockedStream, locked) = AsyncStream<Void>.makeStream()
@@ -55,6 +57,7 @@ extension HubTests {
             polls += 1
         }
         #expect(hub.nodes[0].database.appendQueue.waiting(id) == pushes.count - 1, "the pushes did not queue")
+        try await whileQueued()
         release.finish()
         try await holder.value
         var responses: [RawResponse] = []
@@ -176,6 +179,25 @@ extension HubTests {
             let id = try await hub.tenantID(tenant)
             for try await count in try await hub.admin.client.query("SELECT count(*) FROM wrapped_keys WHERE tenant_id = \(id)").decode(Int64.self) {
                 #expect(count == 1)
+            }
+        }
+    }
+
+    /// A device revoked while its push waits in the queue: 401 for it, the others land.
+    @Test func aPushWhoseTokenIsRevokedWhileQueuedIsRefused() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            var tokens: [String] = []
+            for index in 0..<3 { tokens.append(try await hub.token(tenant, "d\(index)")) }
+            try await withTemporaryStores(3) { stores in
+                let bodies = try (0..<3).map { try Self.range(of: stores[$0], events: 5, prefix: "revoked.d\($0)") }
+                let responses = try await Self.queuedPushes(hub, tenant: tenant, Array(zip(tokens, bodies))) {
+                    #expect(try await hub.admin.revokeToken(tenant: tenant, device: "d1"))
+                }
+                #expect(responses.map(\.status) == [200, 401, 200])
+                #expect(responses[1].body.contains("revoked bearer token"))
+                let listed = try await hub.admin.tenants().first { $0.name == tenant }
+                #expect(listed?.events == 10)
             }
         }
     }

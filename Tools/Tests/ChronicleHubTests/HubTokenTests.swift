@@ -1,0 +1,49 @@
+@_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
+@testable import ChronicleHub
+import ChronicleTesting
+import Foundation
+import NIOHTTP1
+import Testing
+import ToolsTestSupport
+
+/// Tokens a node has already served: revoking one refuses it at once on every route.
+extension HubTests {
+@Suite struct HubTokenTests {
+    /// A device's token served info, pulls and a push on a node; once revoked it gets 401 on
+    /// each of them there, and the same device's new token works.
+    @Test func aRevokedTokenIsRefusedOnEveryRouteOfANodeThatServedIt() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "phone")
+            let url = hub.urls[0]
+            let info = url.appendingPathComponent("v1/info")
+            let range = url.appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0")])
+            let poll = url.appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "99"), .init(name: "wait", value: "1")])
+            let push = url.appendingPathComponent("v1/range")
+            try await withTemporaryStores(1) { stores in
+                try stores[0].set("before", for: .hubNote)
+                let body = try stores[0].exportRange(after: 0)
+                #expect(try await rawRequest(info, token: token).status == 200)
+                #expect(try await rawRequest(range, token: token).status == 200)
+                #expect(try await rawRequest(push, method: .POST, token: token, body: body).status == 200)
+                #expect(try await rawRequest(poll, token: token).status == 200)
+
+                #expect(try await hub.admin.revokeToken(tenant: tenant, device: "phone"))
+                for (what, response) in [
+                    ("info", try await rawRequest(info, token: token)),
+                    ("pull", try await rawRequest(range, token: token)),
+                    ("long-poll", try await rawRequest(poll, token: token)),
+                    ("push", try await rawRequest(push, method: .POST, token: token, body: body)),
+                ] {
+                    #expect(response.status == 401, "\(what) with a revoked token: \(response.status)")
+                    #expect(response.body.contains("revoked bearer token"), "\(what): \(response.body)")
+                }
+                let renewed = try await hub.token(tenant, "phone")
+                #expect(try await rawRequest(range, token: renewed).status == 200)
+                #expect(try await rawRequest(info, token: token).status == 401, "the old token stays refused")
+            }
+        }
+    }
+}
+}
