@@ -300,16 +300,19 @@ public final class HubDatabase: Sendable {
 
     /// A range of the device's tenant's log after position `after`, as `GET /v1/range` returns
     /// it, while the device's token stands: at most `maxEvents` events passing `filter` (and not
-    /// written by `excluding`). Also returns how many events it holds and where it ends.
+    /// written by `excluding`). Also returns how many events it holds, where it ends, and how
+    /// many bytes of event bodies it read from the database.
     ///
-    /// The token check, the tenant's head and chain, the chain at the start and the events after it are one
-    /// statement, so one snapshot, in one round trip (the events as arrays in one row). The
+    /// The token check, the tenant's head and chain, the chain at the start and the events after
+    /// it are one statement, so one snapshot, in one round trip (the events as arrays in one row:
+    /// at most 4,096 positions, and only while the bodies before each add up to less than the
+    /// range's ~1 MiB, so a row never holds more than that and one event). The
     /// wrapped keys the events name are a second statement: they committed with or before
     /// the events that name them, so a later snapshot holds them too (unless the operator
     /// dropped them in between, which is what dropping them means).
     func range(
         device: HubDevice, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
-    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64) {
+    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64, fetchedBytes: Int) {
         let tenant = device.tenant
         let hash = ByteBuffer(bytes: device.tokenHash)
         // Any `after` past the head is answered from the head: Int64.max is past every head.
@@ -326,9 +329,12 @@ public final class HubDatabase: Sendable {
                     array_agg(policy ORDER BY position) AS policies, array_agg(payload_size ORDER BY position) AS sizes,
                     array_agg(body ORDER BY position) AS bodies, array_agg(chain ORDER BY position) AS chains
                 FROM (
-                    SELECT position, writer, policy, payload_size, body, chain FROM events
+                    SELECT position, writer, policy, payload_size, body, chain,
+                        sum(octet_length(body)) OVER (ORDER BY position) - octet_length(body) AS before
+                    FROM events
                     WHERE tenant_id = t.id AND position > least(\(asked), t.head) AND position <= t.head
                     ORDER BY position LIMIT \(Self.scanLimit)) s
+                WHERE s.before < \(Int64(Self.pullBytes))
             ) e ON true
             WHERE t.id = \(tenant)
             """, logger: logger)
@@ -384,7 +390,7 @@ public final class HubDatabase: Sendable {
         let encoded = RelayRange.encode(
             source: Array(buffer: relay), epoch: Array(buffer: epoch), after: start, upTo: upTo, head: head, afterChain: afterChain,
             upToChain: upToChain, keys: keys, events: bodies)
-        return (encoded, bodies.count, upTo)
+        return (encoded, bodies.count, upTo, events?.reduce(0) { $0 + $1.readableBytes } ?? 0)
     }
 
     /// Records that `device` pulled up to `position` (the operator's view of each device's progress).

@@ -45,5 +45,34 @@ extension HubTests {
             }
         }
     }
+
+    /// Forty events of 100 KB: a pull reads about a mebibyte of bodies from the database (the
+    /// range's own bound), not every body its 4,096-position window holds, which at the limit
+    /// of a gigabyte PostgreSQL cannot put in one value; the rest comes in the next pulls.
+    @Test func aPullReadsAboutAMebibyteOfBodiesFromTheDatabase() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            try await withTemporaryStores(1) { stores in
+                for i in 0..<40 {
+                    let payload = Data((0..<100_000).map { _ in UInt8.random(in: 0...255) })
+                    try stores[0].set(payload, for: Key<Data>("range.big\(i)", default: Data(), sync: .manual))
+                }
+                _ = try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
+            }
+            let database = hub.nodes[0].database
+            let device = try #require(try await database.device(token: token))
+            var after: UInt64 = 0
+            var pulls = 0
+            while after < 40 {
+                let range = try await database.range(device: device, after: after, filter: .syncable, excluding: nil, maxEvents: 4_096)
+                #expect(range.fetchedBytes <= HubDatabase.pullBytes + 110_000, "read \(range.fetchedBytes) bytes of bodies for one pull")
+                #expect(range.upTo > after)
+                after = range.upTo
+                pulls += 1
+            }
+            #expect(pulls >= 4, "40 events of 100 KB in \(pulls) pulls of about 1 MiB")
+        }
+    }
 }
 }
