@@ -36,10 +36,14 @@ extension HubDatabase {
         }
     }
 
-    /// One result per push, in order: all pushes fail alike when the transaction does.
+    /// One result per push, in order: all pushes fail alike when the transaction does. The
+    /// bodies are decoded before the transaction, so not under the tenant's row lock.
     private func commit(_ pushes: [AppendQueue.Push], tenant: Int64) async -> [Result<RangeReceipt, any Error>] {
+        let ranges: [Result<RelayRange, any Error>] = pushes.map { push in
+            Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) }.mapError { $0 }
+        }
         do {
-            return try await transaction { connection in try await self.append(pushes, tenant: tenant, on: connection) }
+            return try await transaction { connection in try await self.append(pushes, ranges, tenant: tenant, on: connection) }
         } catch {
             return pushes.map { _ in .failure(error) }
         }
@@ -70,55 +74,54 @@ extension HubDatabase {
 
     /// Decides each push against the tenant's state as the pushes before it left it, then
     /// writes what was accepted in one statement (two when keys come).
-    private func append(_ pushes: [AppendQueue.Push], tenant id: Int64, on connection: PostgresConnection) async throws -> [Result<RangeReceipt, any Error>] {
-        // The tenant's row lock serializes its appends across nodes: positions are numbered under
-        // it. The same statement says which of the pushes' tokens still stand.
-        let hashes = Array(Set(pushes.map(\.device.tokenHash))).map { ByteBuffer(bytes: $0) }
+    private func append(
+        _ pushes: [AppendQueue.Push], _ decoded: [Result<RelayRange, any Error>], tenant id: Int64, on connection: PostgresConnection
+    ) async throws -> [Result<RangeReceipt, any Error>] {
+        // The tenant's row lock serializes its appends across nodes: positions are numbered under it.
         var tenant: TenantState?
-        var standing: Set<[UInt8]> = []
-        for try await (head, chain, events, bytes, maxEvents, maxBytes, tokens) in try await connection.query(
-            """
-            SELECT head, chain, event_count, byte_count, max_events, max_bytes,
-                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]))
-            FROM tenants WHERE id = \(id) FOR UPDATE
-            """, logger: logger
-        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?, [ByteBuffer]).self) {
+        for try await (head, chain, events, bytes, maxEvents, maxBytes) in try await connection.query(
+            "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger
+        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
             tenant = TenantState(head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes)
-            standing = Set(tokens.map { Array(buffer: $0) })
         }
         guard var tenant else { return pushes.map { .failure(revoked($0.device)) } }
 
-        // Decoded in the tenant's turn: a queue of pushes holds bytes, not decoded ranges. A push
-        // whose token was revoked since its node looked it up is refused before it is read.
-        let ranges: [Result<RelayRange, any Error>] = pushes.map { push in
-            guard standing.contains(push.device.tokenHash) else { return .failure(revoked(push.device)) }
-            return Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) }.mapError { $0 }
-        }
-        let decoded = ranges.compactMap { try? $0.get() }
-
-        // Bodies stored already per identity (pushed before, or by another device or node).
+        // Then, in a snapshot taken once the lock is held (so a revocation committed while this
+        // waited for it counts): which of the pushes' tokens stand, and the bodies stored already
+        // per identity (pushed before, or by another device or node).
+        let hashes = Array(Set(pushes.map(\.device.tokenHash))).map { ByteBuffer(bytes: $0) }
+        let events = decoded.compactMap { try? $0.get() }.flatMap(\.events)
+        let writers = events.map { ByteBuffer(bytes: $0.writer) }
+        let counters = events.map { Int64($0.counter) }
+        var standing: Set<[UInt8]> = []
         var known: [IdentityKey: [[UInt8]]] = [:]
-        let events = decoded.flatMap(\.events)
-        if !events.isEmpty {
-            let writers = events.map { ByteBuffer(bytes: $0.writer) }
-            let counters = events.map { Int64($0.counter) }
-            let rows = try await connection.query(
-                """
-                SELECT e.writer, e.counter, e.body FROM events e
-                JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
-                  ON e.writer = u.writer AND e.counter = u.counter
-                WHERE e.tenant_id = \(id)
-                """, logger: logger)
-            for try await (writer, counter, body) in rows.decode((ByteBuffer, Int64, ByteBuffer).self) {
+        for try await (writer, counter, body, tokens) in try await connection.query(
+            """
+            SELECT NULL::bytea, NULL::bigint, NULL::bytea,
+                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]))
+            UNION ALL
+            SELECT e.writer, e.counter, e.body, NULL::bytea[] FROM events e
+            JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
+              ON e.writer = u.writer AND e.counter = u.counter
+            WHERE e.tenant_id = \(id)
+            """, logger: logger
+        ).decode((ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?).self) {
+            if let tokens { standing.formUnion(tokens.map { Array(buffer: $0) }) }
+            if let writer, let counter, let body {
                 known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
             }
         }
+        // A push whose token was revoked since its node looked it up is refused, whatever it holds.
+        let ranges: [Result<RelayRange, any Error>] = zip(pushes, decoded).map { push, range in
+            standing.contains(push.device.tokenHash) ? range : .failure(revoked(push.device))
+        }
+
         // Wrapped keys named by an event of their push (a record no event names is never sent to
         // anyone, so it is not kept), and which of them the tenant has stored.
-        let namedKeys = ranges.map { result -> [RelayRange.Key] in
+        let namedKeys = ranges.map { result -> [(digest: [UInt8], key: RelayRange.Key)] in
             guard case let .success(range) = result else { return [] }
             let named = Set(range.events.flatMap(\.keyIDs))
-            return range.keys.filter { named.contains($0.id) }
+            return range.keys.filter { named.contains($0.id) }.map { (digest: $0.digest, key: $0) }
         }
         var storedDigests: Set<[UInt8]> = []
         let pushedDigests = Set(namedKeys.joined().map(\.digest))
@@ -147,15 +150,12 @@ extension HubDatabase {
                 keysOfPush.append([])
                 continue
             }
-            let keys = namedKeys[index]
-            // Decided on copies: a refused push leaves no trace in the state the next one sees.
-            var (next, nextKnown, nextWrites) = (tenant, known, writes)
+            let before = writes.keyDigests.count
             do {
-                let receipt = try Self.decide(range, keys: keys, device: push.device.name, storedDigests: storedDigests, tenant: &next, known: &nextKnown, writes: &nextWrites)
-                keysOfPush.append(Array(nextWrites.keyDigests[writes.keyDigests.count...].map { Array(buffer: $0) }))
-                (tenant, known, writes) = (next, nextKnown, nextWrites)
-                for digest in keysOfPush.last ?? [] { storedDigests.insert(digest) }
-                results.append(.success(receipt))
+                results.append(.success(try Self.decide(
+                    range, keys: namedKeys[index], device: push.device.name, storedDigests: &storedDigests, tenant: &tenant, known: &known,
+                    writes: &writes)))
+                keysOfPush.append(writes.keyDigests[before...].map { Array(buffer: $0) })
             } catch {
                 keysOfPush.append([])
                 results.append(.failure(error))
@@ -206,43 +206,36 @@ extension HubDatabase {
         }
     }
 
-    /// One push's receipt, its items added to `writes` and the tenant's state advanced; or a
-    /// refusal (over a quota), after which the caller drops the copies it passed.
+    /// One push's receipt, its items added to `writes` and the tenant's state (and `known`,
+    /// `storedDigests`) advanced; or a refusal (over a quota), decided before anything of the
+    /// push is added, so a refused push leaves no trace for the next.
     private static func decide(
-        _ range: RelayRange, keys pushedKeys: [RelayRange.Key], device: String, storedDigests: Set<[UInt8]>,
+        _ range: RelayRange, keys pushedKeys: [(digest: [UInt8], key: RelayRange.Key)], device: String, storedDigests: inout Set<[UInt8]>,
         tenant: inout TenantState, known: inout [IdentityKey: [[UInt8]]], writes: inout Writes
     ) throws -> RangeReceipt {
         var receipt = RangeReceipt()
         receipt.received = range.events.count
-        var appended: Int64 = 0
+        // The same identity with the same bytes is stored once; with other bytes it is kept too
+        // (a relay verifies nothing: members quarantine the one that fails).
+        var fresh: [RelayRange.Event] = []
+        var added: [IdentityKey: [[UInt8]]] = [:]
         var addedBytes: Int64 = 0
         for event in range.events {
             let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
-            // The same identity with the same bytes is stored once; with other bytes it is kept
-            // too (a relay verifies nothing: members quarantine the one that fails).
-            guard known[identity]?.contains(event.bytes) != true else {
+            guard known[identity]?.contains(event.bytes) != true, added[identity]?.contains(event.bytes) != true else {
                 receipt.duplicates += 1
                 continue
             }
-            known[identity, default: []].append(event.bytes)
-            tenant.head += 1
-            tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
-            writes.positions.append(tenant.head)
-            writes.writers.append(ByteBuffer(bytes: event.writer))
-            writes.counters.append(Int64(event.counter))
-            writes.policies.append(event.policy.map(Int16.init) ?? -1)
-            writes.sizes.append(Int32(clamping: event.payloadSize))
-            writes.bodies.append(ByteBuffer(bytes: event.bytes))
-            writes.chains.append(ByteBuffer(bytes: tenant.chain))
-            appended += 1
+            added[identity, default: []].append(event.bytes)
+            fresh.append(event)
             addedBytes += Int64(event.bytes.count)
         }
         // Keys the tenant has not stored (nor an earlier push of this commit): they count against
         // the byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
         var digests: [[UInt8]: RelayRange.Key] = [:]
-        for key in pushedKeys where !storedDigests.contains(key.digest) { digests[key.digest] = key }
+        for (digest, key) in pushedKeys where !storedDigests.contains(digest) { digests[digest] = key }
+        let storedByDevice = tenant.keysByDevice[device] ?? 0
         if !digests.isEmpty {
-            let storedByDevice = tenant.keysByDevice[device] ?? 0
             if storedByDevice + Int64(digests.count) > maxKeysPerDevice {
                 throw HubRefusal.quotaExceeded(
                     "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(digests.count) more: "
@@ -253,16 +246,9 @@ extension HubDatabase {
                     "the tenant holds \(tenant.keys) wrapped keys and this push brings \(digests.count) more: at most \(maxKeys) are kept "
                         + "(the operator frees them with `chronicle hub keys drop`)")
             }
-            for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-                writes.keyDigests.append(ByteBuffer(bytes: digest))
-                writes.keyBodies.append(ByteBuffer(bytes: key.bytes))
-                writes.keyIDs.append(ByteBuffer(bytes: key.id))
-                writes.keyDevices.append(device)
-                addedBytes += Int64(key.bytes.count)
-            }
-            tenant.keys += Int64(digests.count)
-            tenant.keysByDevice[device] = storedByDevice + Int64(digests.count)
+            addedBytes += digests.values.reduce(0) { $0 + Int64($1.bytes.count) }
         }
+        let appended = Int64(fresh.count)
         if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
             throw HubRefusal.quotaExceeded(
                 "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator")
@@ -271,6 +257,29 @@ extension HubDatabase {
             throw HubRefusal.quotaExceeded(
                 "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
         }
+
+        // Accepted: positions and chain hashes, in range order.
+        for event in fresh {
+            tenant.head += 1
+            tenant.chain = RelayRange.chainHash(previous: tenant.chain, position: UInt64(tenant.head), item: event.bytes)
+            writes.positions.append(tenant.head)
+            writes.writers.append(ByteBuffer(bytes: event.writer))
+            writes.counters.append(Int64(event.counter))
+            writes.policies.append(event.policy.map(Int16.init) ?? -1)
+            writes.sizes.append(Int32(clamping: event.payloadSize))
+            writes.bodies.append(ByteBuffer(bytes: event.bytes))
+            writes.chains.append(ByteBuffer(bytes: tenant.chain))
+        }
+        for (identity, bodies) in added { known[identity, default: []] += bodies }
+        for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            writes.keyDigests.append(ByteBuffer(bytes: digest))
+            writes.keyBodies.append(ByteBuffer(bytes: key.bytes))
+            writes.keyIDs.append(ByteBuffer(bytes: key.id))
+            writes.keyDevices.append(device)
+            storedDigests.insert(digest)
+        }
+        tenant.keys += Int64(digests.count)
+        tenant.keysByDevice[device] = storedByDevice + Int64(digests.count)
         tenant.events += appended
         tenant.bytes += addedBytes
         writes.addedBytes += addedBytes
