@@ -85,16 +85,6 @@ extension HubTests {
             let (noisy, quiet) = (try await hub.tenant(), try await hub.tenant())
             let (noisyToken, quietToken) = (try await hub.token(noisy, "d"), try await hub.token(quiet, "d"))
             let id = try await hub.tenantID(noisy)
-            let (lockedStream, locked) = AsyncStream<Void>.makeStream()
-            let (releaseStream, release) = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await hub.admin.client.withTransaction(logger: Logger(label: "hub-failure-tests")) { connection in
-                    try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: Logger(label: "hub-failure-tests"))
-                    locked.yield()
-                    for await _ in releaseStream { break }
-                }
-            }
-            for await _ in lockedStream { break }
             let body = handMadeRange(keys: [junkWrappedKey()])
             let url = hub.urls[0]
             // Clients of their own: HTTPClient.shared opens at most 8 connections to a host.
@@ -102,24 +92,25 @@ extension HubTests {
             configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
             let devices = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             let other = HTTPClient(eventLoopGroupProvider: .singleton)
-            let pushes = (0..<48).map { _ in
-                Task {
-                    var request = HTTPClientRequest(url: url.appendingPathComponent("v1/range").absoluteString)
-                    request.method = .POST
-                    request.headers.add(name: "Authorization", value: "Bearer \(noisyToken)")
-                    request.body = .bytes(ByteBuffer(bytes: body))
-                    _ = try? await devices.execute(request, timeout: .seconds(60))
+            let (pushes, answered) = try await whileHoldingRowLock(hub, tenant: id) { _ in
+                let pushes = (0..<48).map { _ in
+                    Task {
+                        var request = HTTPClientRequest(url: url.appendingPathComponent("v1/range").absoluteString)
+                        request.method = .POST
+                        request.headers.add(name: "Authorization", value: "Bearer \(noisyToken)")
+                        request.body = .bytes(ByteBuffer(bytes: body))
+                        _ = try? await devices.execute(request, timeout: .seconds(60))
+                    }
                 }
+                try await Task.sleep(for: .seconds(2))
+                let answered = await finishes(within: .seconds(5)) {
+                    var request = HTTPClientRequest(url: url.appendingPathComponent("v1/info").absoluteString)
+                    request.headers.add(name: "Authorization", value: "Bearer \(quietToken)")
+                    let info = try await other.execute(request, timeout: .seconds(30))
+                    #expect(info.status.code == 200)
+                }
+                return (pushes, answered)
             }
-            try await Task.sleep(for: .seconds(2))
-            let answered = await finishes(within: .seconds(5)) {
-                var request = HTTPClientRequest(url: url.appendingPathComponent("v1/info").absoluteString)
-                request.headers.add(name: "Authorization", value: "Bearer \(quietToken)")
-                let info = try await other.execute(request, timeout: .seconds(30))
-                #expect(info.status.code == 200)
-            }
-            release.finish()
-            try await holder.value
             for push in pushes { _ = await push.value }
             try await devices.shutdown()
             try await other.shutdown()

@@ -23,43 +23,33 @@ extension HubTests {
         _ hub: HubFixture, tenant: String, _ pushes: [(token: String, body: Data)], whileQueued: () async throws -> Void = {}
     ) async throws -> [RawResponse] {
         let id = try await hub.tenantID(tenant)
-        let logger = Logger(label: "hub-queued-push-tests")
-        let (lockedStream, locked) = AsyncStream<Void>.makeStream()
-        let (releaseStream, release) = AsyncStream<Void>.makeStream()
-        let holder = Task {
-            try await hub.admin.client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger)
-                locked.yield()
-                for await _ in releaseStream { break }
-            }
-        }
-        for await _ in lockedStream { break }
         let url = hub.urls[0].appendingPathComponent("v1/range").absoluteString
         // A client of their own: HTTPClient.shared opens at most 8 connections to a host.
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         defer { _ = client.shutdown() }
-        let requests = pushes.map { push in
-            Task {
-                var request = HTTPClientRequest(url: url)
-                request.method = .POST
-                request.headers.add(name: "Authorization", value: "Bearer \(push.token)")
-                request.body = .bytes(ByteBuffer(bytes: push.body))
-                let response = try await client.execute(request, timeout: .seconds(60))
-                return RawResponse(status: Int(response.status.code), data: Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+        let requests = try await whileHoldingRowLock(hub, tenant: id) { _ in
+            let requests = pushes.map { push in
+                Task {
+                    var request = HTTPClientRequest(url: url)
+                    request.method = .POST
+                    request.headers.add(name: "Authorization", value: "Bearer \(push.token)")
+                    request.body = .bytes(ByteBuffer(bytes: push.body))
+                    let response = try await client.execute(request, timeout: .seconds(60))
+                    return RawResponse(status: Int(response.status.code), data: Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+                }
             }
+            // The first push waits on the row lock; every other one in the node's queue.
+            var polls = 0
+            while hub.nodes[0].database.appendQueue.waiting(id) < pushes.count - 1, polls < 3_000 {
+                try await Task.sleep(for: .milliseconds(10))
+                polls += 1
+            }
+            #expect(hub.nodes[0].database.appendQueue.waiting(id) == pushes.count - 1, "the pushes did not queue")
+            try await whileQueued()
+            return requests
         }
-        // The first push waits on the row lock; every other one in the node's queue.
-        var polls = 0
-        while hub.nodes[0].database.appendQueue.waiting(id) < pushes.count - 1, polls < 3_000 {
-            try await Task.sleep(for: .milliseconds(10))
-            polls += 1
-        }
-        #expect(hub.nodes[0].database.appendQueue.waiting(id) == pushes.count - 1, "the pushes did not queue")
-        try await whileQueued()
-        release.finish()
-        try await holder.value
         var responses: [RawResponse] = []
         for request in requests { responses.append(try await request.value) }
         return responses

@@ -56,34 +56,24 @@ extension HubTests {
             let tenant = try await hub.tenant()
             let token = try await hub.token(tenant, "phone")
             let id = try await hub.tenantID(tenant)
-            let logger = Logger(label: "hub-token-tests")
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("after the revocation", for: .hubNote)
                 let body = try stores[0].exportRange(after: 0)
                 #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/info"), token: token).status == 200)
-                let (lockedStream, locked) = AsyncStream<Void>.makeStream()
-                let (releaseStream, release) = AsyncStream<Void>.makeStream()
-                let holder = Task {
-                    try await hub.admin.client.withTransaction(logger: logger) { connection in
-                        try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger)
-                        locked.yield()
-                        for await _ in releaseStream { break }
+                let push = try await whileHoldingRowLock(hub, tenant: id) { holder in
+                    let push = Task { try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: token, body: body) }
+                    // Until the push's statement waits in PostgreSQL on the lock this holds.
+                    var waiting = false
+                    for _ in 0..<3_000 where !waiting {
+                        for try await count in try await hub.admin.client.query(
+                            "SELECT count(*) FROM pg_stat_activity WHERE \(holder) = ANY(pg_blocking_pids(pid))"
+                        ).decode(Int64.self) { waiting = count > 0 }
+                        if !waiting { try await Task.sleep(for: .milliseconds(10)) }
                     }
+                    #expect(waiting, "the push never waited on the row lock")
+                    #expect(try await hub.admin.revokeToken(tenant: tenant, device: "phone"))
+                    return push
                 }
-                for await _ in lockedStream { break }
-                let push = Task { try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: token, body: body) }
-                // Until the push's statement waits on the lock in PostgreSQL.
-                var waiting = false
-                for _ in 0..<3_000 where !waiting {
-                    for try await count in try await hub.admin.client.query(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'"
-                    ).decode(Int64.self) { waiting = count > 0 }
-                    if !waiting { try await Task.sleep(for: .milliseconds(10)) }
-                }
-                #expect(waiting, "the push never waited on the row lock")
-                #expect(try await hub.admin.revokeToken(tenant: tenant, device: "phone"))
-                release.finish()
-                try await holder.value
                 let response = try await push.value
                 #expect(response.status == 401, "a push revoked while it waited for the lock: \(response.status)")
                 #expect(try await hub.admin.tenants().first { $0.name == tenant }?.events == 0)

@@ -89,6 +89,37 @@ func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) a
 }
 
 
+/// Runs `body` while a transaction of its own holds the row lock of tenant `id` (appends to the
+/// tenant wait for it in PostgreSQL), passing the holding backend's process id; releases the
+/// lock when `body` returns or throws.
+func whileHoldingRowLock<R: Sendable>(_ hub: HubFixture, tenant id: Int64, _ body: (Int32) async throws -> R) async throws -> R {
+    let logger = Logger(label: "hub-tests")
+    let (lockedStream, locked) = AsyncStream<Int32>.makeStream()
+    let (releaseStream, release) = AsyncStream<Void>.makeStream()
+    let holder = Task {
+        try await hub.admin.client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger)
+            for try await pid in try await connection.query("SELECT pg_backend_pid()", logger: logger).decode(Int32.self) { locked.yield(pid) }
+            for await _ in releaseStream { break }
+        }
+    }
+    var holderPID: Int32 = 0
+    for await pid in lockedStream {
+        holderPID = pid
+        break
+    }
+    do {
+        let result = try await body(holderPID)
+        release.finish()
+        try await holder.value
+        return result
+    } catch {
+        release.finish()
+        _ = try? await holder.value
+        throw error
+    }
+}
+
 /// The ports the nodes bound.
 final class Ports: Sendable {
     let ports = Mutex<[Int: Int]>([:])
