@@ -12,6 +12,13 @@ package struct KeyID: Sendable, Hashable, CustomStringConvertible {
     /// The id whose bytes are `bytes`, or `nil` when they are not 16.
     package init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.length else { return nil }
+        // Contiguous bytes (an array, a slice, a value read from the log) load as two words: the
+        // byte-by-byte loop below runs unspecialized across modules, and a member's every write
+        // reads its active key id.
+        if let id = bytes.withContiguousStorageIfAvailable({ KeyID(loading: UnsafeRawBufferPointer($0), at: 0) }) {
+            self = id
+            return
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
         for (index, byte) in bytes.enumerated() {

@@ -7,6 +7,21 @@ import Synchronization
 import Testing
 
 struct HostileInputTests {
+    /// Key ids from 16 bytes, contiguous or not, are the same id (contiguous bytes load as two
+    /// words, the rest byte by byte); any other length is no id, and a meta entry of another
+    /// length is corrupt meta.
+    @Test func keyIDsParseTheSameFromAnyBytes() throws {
+        let bytes = (0..<16).map { UInt8($0 * 17 & 0xFF) }
+        let id = try #require(KeyID(bytes: bytes))
+        #expect(id.bytes == bytes)
+        #expect(KeyID(bytes: bytes[...]) == id)
+        #expect(KeyID(bytes: bytes.lazy.map { $0 }) == id, "a collection without contiguous storage")
+        #expect(KeyID(bytes: Array(repeating: 1, count: 8) + bytes)?.bytes == nil)
+        #expect(KeyID(bytes: bytes.dropLast()) == nil)
+        #expect(throws: ChronicleError.self) { try KeyID(metaEntry: "active key", [1, 2, 3]) }
+        #expect(try KeyID(metaEntry: "active key", bytes) == id)
+    }
+
     /// Key names in events: any UTF-8 decodes to the same name (ASCII takes a fast path, the rest
     /// is validated), bytes that are not UTF-8 are refused, and replay keeps non-ASCII names.
     @Test func eventKeyNamesAreUTF8OrRefused() throws {

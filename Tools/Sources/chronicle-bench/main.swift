@@ -228,6 +228,14 @@ do {
     let pairs = (0..<1000).map { (key($0), value8) }
     let rawBatch = measure("raw batch", count: batches) { _ in raw.batch(pairs) }
     report.compare("write { } of 1,000 sets", batch, rawBatch, peerName: "raw LMDB 1,000 puts/txn", target: "≤ 4×")
+    // A member's batch: every event authenticated (its active key id read, a keyed hash).
+    let memberKey = scratch.directory("batch-member-key").appendingPathComponent("group.key")
+    try writeKeyFile(memberKey)
+    let memberStore = try Store(directory: scratch.directory("batch-member"), configuration: .init(keySource: .keyFile(memberKey)))
+    let memberBatch = try measure("member batch", count: batches) { round in
+        try memberStore.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } }
+    }
+    report.compare("write { } of 1,000 sets by a member", memberBatch, batch, peerName: "plain store", target: "info")
 
     // 8 concurrent writers on their own threads: group commit.
     let perWriter = n(150)
