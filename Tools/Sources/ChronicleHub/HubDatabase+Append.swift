@@ -88,7 +88,9 @@ extension HubDatabase {
 
         // Then, in a snapshot taken once the lock is held (so a revocation committed while this
         // waited for it counts): which of the pushes' tokens stand, and the bodies stored already
-        // per identity (pushed before, or by another device or node).
+        // per identity (pushed before, or by another device or node). The standing devices' rows
+        // are share-locked until the commit: a revocation waits for this push instead of
+        // committing between this check and the push's writes.
         let hashes = Array(Set(pushes.map(\.device.tokenHash))).map { ByteBuffer(bytes: $0) }
         let events = decoded.compactMap { try? $0.get() }.flatMap(\.events)
         let writers = events.map { ByteBuffer(bytes: $0.writer) }
@@ -98,7 +100,7 @@ extension HubDatabase {
         for try await (writer, counter, body, tokens) in try await connection.query(
             """
             SELECT NULL::bytea, NULL::bigint, NULL::bytea,
-                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]))
+                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]) FOR KEY SHARE)
             UNION ALL
             SELECT e.writer, e.counter, e.body, NULL::bytea[] FROM events e
             JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
