@@ -32,6 +32,7 @@ extension HubDatabase {
             let results = await Task { await self.commit(pushes, tenant: device.tenant) }.value
             for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .done(result)) }
             appendQueue.finish(device.tenant)
+            // `commit` returns one result per push, in order, and `pushes` starts with this one.
             return try results[0].get()
         }
     }
