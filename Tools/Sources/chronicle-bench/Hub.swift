@@ -1,5 +1,6 @@
 import Chronicle
 import ChronicleHTTP
+import ChronicleHTTPServer
 import ChronicleHub
 import Foundation
 import Synchronization
@@ -114,4 +115,78 @@ struct BenchDevice: Sendable {
         try await Task.sleep(for: .milliseconds(50))
     }
     return Latencies(nanoseconds: latencies)
+}
+
+// MARK: - The hub (PostgreSQL) against one `chronicle serve` store
+
+/// The hub against one `chronicle serve` store, when PostgreSQL is at hand.
+@MainActor func hubBenchmark() async {
+    if let hubDatabaseURL {
+        do {
+            let devices = smoke ? 4 : 50
+            let perDevice = smoke ? 10 : 40
+            let admin = try HubDatabase(url: hubDatabaseURL)
+            let adminTask = Task { await admin.run() }
+            defer { adminTask.cancel() }
+            try await admin.migrate()
+            func tenant() async throws -> [String] {
+                let name = "bench-\(UUID().uuidString.prefix(8).lowercased())"
+                try await admin.addTenant(name)
+                var tokens: [String] = []
+                for device in 0..<devices { tokens.append(try await admin.issueToken(tenant: name, device: "device-\(device)")) }
+                return tokens
+            }
+            let servers = LoopbackServers()
+            defer { servers.stop() }
+            // Every simulated device connects from loopback: no per-address limit on either server.
+            let nodeURLs = try await servers.start(2) { _, onRunning in
+                var node = HubNode(database: try HubDatabase(url: hubDatabaseURL))
+                node.maxConnectionsPerAddress = 0
+                try await node.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+            }
+            func spread(_ urls: [URL], _ tokens: [String]) -> [BenchDevice] {
+                tokens.enumerated().map { BenchDevice(url: urls[$0.offset % urls.count], token: $0.element, group: 0) }
+            }
+            // Interleaved rounds, each on a new tenant and a new `chronicle serve` store: one push
+            // of 2,000 events is a fraction of a second, so one round is mostly this machine's
+            // noise. Rows give the medians, and the rounds' spread of ratios to serve's.
+            let rounds = smoke ? 1 : 5
+            var (ones, twos, serves): ([(push: Double, pull: Double)], [(push: Double, pull: Double)], [(push: Double, pull: Double)]) = ([], [], [])
+            for round in 0..<rounds {
+                ones.append(try await pushAndPull(devices: spread([nodeURLs[0]], try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub1-r\(round)-\($0)") })
+                twos.append(try await pushAndPull(devices: spread(nodeURLs, try await tenant()), eventsPerDevice: perDevice) { scratch.directory("hub2-r\(round)-\($0)") })
+                let relay = try Store(directory: scratch.directory("hub-peer-serve-r\(round)"))
+                let serveURL = try await servers.start(1) { _, onRunning in
+                    var server = ChronicleServer(store: relay, token: "bench")
+                    server.maxConnectionsPerAddress = 0
+                    try await server.run(host: "127.0.0.1", port: 0, onRunning: onRunning)
+                }
+                serves.append(try await pushAndPull(devices: spread(serveURL, Array(repeating: "bench", count: devices)), eventsPerDevice: perDevice) { scratch.directory("serve-r\(round)-\($0)") })
+            }
+            func row(_ what: String, _ ours: [Double], _ serve: [Double], peer: Bool) {
+                func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+                let ratios = zip(ours, serve).map { $0 / $1 }.sorted()
+                let serveText = peer ? "chronicle serve (one store): \(rate(median(serve))); " : ""
+                let spread = rounds > 1
+                    ? String(format: " (%d rounds %.2f–%.2f×; hub %@–%@)", rounds, ratios[0], ratios[rounds - 1], rate(ours.min() ?? 0), rate(ours.max() ?? 0)) : ""
+                report.single(what, rate(median(ours)), serveText + String(format: "%.2f×", median(ratios)) + (peer ? "" : " chronicle serve") + spread)
+            }
+            row("hub push, \(devices) devices at once, 1 node", ones.map(\.push), serves.map(\.push), peer: true)
+            row("hub push, \(devices) devices at once, 2 nodes", twos.map(\.push), serves.map(\.push), peer: false)
+            row("hub pull, \(devices) devices at once, 1 node", ones.map(\.pull), serves.map(\.pull), peer: true)
+            row("hub pull, \(devices) devices at once, 2 nodes", twos.map(\.pull), serves.map(\.pull), peer: false)
+            let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
+            report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
+            // `--hub-scale`: a node process with 10,000 held long-polls, and 1,000 devices of 100
+            // tenants (several minutes; the smoke run does it at tiny sizes).
+            if smoke || arguments.contains("--hub-scale") {
+                try await hubLongPollScale(databaseURL: hubDatabaseURL, admin: admin)
+                try await hubTenantScale(databaseURL: hubDatabaseURL, admin: admin, servers: servers)
+            }
+        } catch {
+            print("hub benchmark failed: \(error)")
+        }
+    } else {
+        print("hub benchmark skipped: no PostgreSQL (run under scripts/with-postgres.sh, or set CHRONICLE_BENCH_DATABASE)")
+    }
 }
