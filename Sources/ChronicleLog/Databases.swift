@@ -6,7 +6,13 @@ package struct Databases: Sendable {
     package let meta: Database
     package let events: Database
     package let dots: Database
-    package let history: Database
+    /// A key's latest record: `domain ‖ name length ‖ name` → sequence u64 (see ``HistoryKey``).
+    package let latest: Database
+    /// The record of the same key before each record: sequence u64 → sequence u64 (none for a key's first).
+    package let previous: Database
+    /// The history index of builds before `latest`/`previous` (`domain ‖ name length ‖ name ‖ sequence`):
+    /// empty in a store this build indexed; rows here are events an earlier build wrote, indexed at the next open.
+    package let legacyHistory: Database
     package let defaults: Database
     package let secrets: Database
     package let peers: Database
@@ -19,7 +25,9 @@ package struct Databases: Sendable {
         meta = try environment.openDatabase(named: "meta")
         events = try environment.openDatabase(named: "events")
         dots = try environment.openDatabase(named: "dots")
-        history = try environment.openDatabase(named: "history")
+        latest = try environment.openDatabase(named: "latest")
+        previous = try environment.openDatabase(named: "previous")
+        legacyHistory = try environment.openDatabase(named: "history")
         defaults = try environment.openDatabase(named: "defaults")
         secrets = try environment.openDatabase(named: "secrets")
         peers = try environment.openDatabase(named: "peers")

@@ -125,7 +125,7 @@ extension EventLog {
             for item in kept { if case let .event(event) = item.record, dropped[event.origin] != nil { present[event.origin, default: []].append(event.counter) } }
 
             // Rewrite: anchor, then the kept records in their order, re-chained.
-            for database in [dbs.events, dbs.history, dbs.deferred, dbs.defaults, dbs.secrets, dbs.dots] { try txn.clear(database) }
+            for database in [dbs.events, dbs.latest, dbs.previous, dbs.legacyHistory, dbs.deferred, dbs.defaults, dbs.secrets, dbs.dots] { try txn.clear(database) }
             for (origin, ranges) in dropped {
                 for range in CompactedIdentities.merge(compacted: ranges, present: present[origin] ?? []) {
                     try txn.put(dbs.dots, key: CompactedIdentities.key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)

@@ -109,13 +109,7 @@ extension EventLog {
             var infos: [KeyInfo] = []
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let prefix = HistoryKey.prefix(domain: domain, name: name)
-                    var revisions = 0
-                    try txn.scan(dbs.history, from: prefix) { key, _ in
-                        guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
-                        revisions += 1
-                        return true
-                    }
+                    let revisions = try historySequences(domain, name, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,

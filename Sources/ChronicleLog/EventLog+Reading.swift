@@ -32,18 +32,15 @@ extension EventLog {
     /// Every event of a key, oldest first in the conflict order, with its local sequence.
     package func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
         try environment.read { txn in
-            let prefix = HistoryKey.prefix(domain: domain, name: name)
-            var sequences: [UInt64] = []
-            try txn.scan(dbs.history, from: prefix) { key, _ in
-                guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
-                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { sequences.append(sequence) }
-                return true
-            }
-            let events = try sequences.map { sequence in
+            let events = try historySequences(domain, name, txn).map { sequence in
                 guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
                 }
-                return CommittedEvent(sequence: sequence, event: try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence))
+                let event = try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence)
+                guard event.domain == domain, event.key == name else {
+                    throw ChronicleError.corruptViewEntry(key: name, reason: "its history index names record \(sequence), an event of another key")
+                }
+                return CommittedEvent(sequence: sequence, event: event)
             }
             // Oldest first in the conflict order (HLC, origin, counter): the same on every replica,
             // whatever order the events arrived in.

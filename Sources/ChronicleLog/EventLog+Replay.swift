@@ -106,34 +106,31 @@ extension EventLog {
     package func rebuildViews() throws {
         let limit = UnixMilliseconds.adding(driftMilliseconds, to: UnixMilliseconds.now())
         try environment.write { txn in
-            // One dictionary lookup per event: the key's history (in ascending sequence order,
-            // as the log is read) and its current winner.
+            // One dictionary lookup per event: its key's winner and last record. The history
+            // index is rebuilt in the same pass (`previous` rows in sequence order, as the log is read).
             var keys: [[String: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
             var waiting: [[UInt8]] = []
             var latest = try LogHead.read(txn, dbs).hlc
+            for database in [dbs.defaults, dbs.secrets, dbs.deferred] { try txn.clear(database) }
+            try clearHistory(txn)
             _ = try replayLog(txn) { sequence, event in
                 let held = event.hlc.milliseconds > limit
                 if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
-                keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
+                let before = keys[Int(event.domain.rawValue)][event.key, default: ReplayedKey()].apply(event, sequence: sequence, heldBack: held)
+                if let before { try txn.put(dbs.previous, key: sequence.bigEndianBytes, value: before.bigEndianBytes, flags: .append) }
                 if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
             }
-            for database in [dbs.defaults, dbs.secrets, dbs.history, dbs.deferred] { try txn.clear(database) }
+            var heads: [(key: [UInt8], sequence: UInt64)] = []
             for domain in Domain.allCases {
                 let replayed = keys[Int(domain.rawValue)]
-                // History keys sort by (domain, name length, name, sequence); views by name bytes.
-                let prefixes = replayed.keys.map { (HistoryKey.prefix(domain: domain, name: $0), $0) }
-                    .sorted { $0.0.lexicographicallyPrecedes($1.0) }
-                for (prefix, name) in prefixes {
-                    for sequence in replayed[name]?.sequences ?? [] {
-                        try txn.put(dbs.history, key: prefix + sequence.bigEndianBytes, value: [], flags: .append)
-                    }
-                }
+                heads += replayed.map { (HistoryKey.prefix(domain: domain, name: $0.key), $0.value.last) }
                 let names = replayed.keys.map { (Array($0.utf8), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
                 for (key, name) in names {
                     guard let winner = replayed[name]?.winner else { continue }
                     try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
                 }
             }
+            try writeLatest(heads, txn)
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
             try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)
@@ -272,15 +269,18 @@ extension EventLog {
     }
 }
 
-/// What a replay gathers for one key.
+/// What a replay keeps of a key: its last record and its current winner.
 package struct ReplayedKey {
-    package var sequences: [UInt64] = []
+    package var last: UInt64 = 0
     package var winner: ViewEntry?
 
-    package mutating func apply(_ event: Event, sequence: UInt64, heldBack: Bool) {
-        sequences.append(sequence)
-        guard !heldBack else { return }
-        if let winner, !event.wins(over: winner.order) { return }
+    /// Takes the record at `sequence`; returns the key's record before it (`nil` for its first).
+    package mutating func apply(_ event: Event, sequence: UInt64, heldBack: Bool) -> UInt64? {
+        let before = last == 0 ? nil : last
+        last = sequence
+        guard !heldBack else { return before }
+        if let winner, !event.wins(over: winner.order) { return before }
         winner = ViewEntry(event: event, sequence: sequence)
+        return before
     }
 }

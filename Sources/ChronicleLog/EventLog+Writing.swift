@@ -227,7 +227,7 @@ extension EventLog {
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
-        try txn.put(dbs.history, key: HistoryKey.make(domain: event.domain, name: event.key, sequence: sequence), value: [])
+        try indexHistory(event, sequence: sequence, txn)
         let won = indexView ? try EventLog.indexView(event, sequence: sequence, txn, dbs) : false
         return (sequence, won)
     }

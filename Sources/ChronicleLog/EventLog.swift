@@ -82,6 +82,7 @@ package final class EventLog: Sendable {
             return self.commitGroup(groups)
         }
         self.committer.withLock { $0 = committer }
+        try reindexHistoryIfAnEarlierBuildWrote()
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
 
         if case let .noSync(interval) = durability {
