@@ -132,8 +132,8 @@ final class Counter: Sendable {
 }
 let value8 = [UInt8](repeating: 7, count: 8)
 
-// `--profile-durable sets|raw|batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
-// bytes with the same durability, or N `write { }` of 1,000 sets (for `strace -f -c`, `perf` or callgrind: where a durable set
+// `--profile-durable sets|raw|batch|raw-batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
+// bytes with the same durability, N `write { }` of 1,000 sets, or N raw transactions of 1,000 puts (for `strace -f -c`, `perf` or callgrind: where a durable set
 // spends what the raw put does not).
 if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.contains(index + 2), let count = Int(arguments[index + 2]) {
     let profileScratch = Scratch()
@@ -142,6 +142,11 @@ if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.
     if arguments[index + 1] == "raw" {
         let raw = RawLMDB(path: profileScratch.directory("raw").path)
         for i in 0..<count { raw.put(key(i % 64), value8) }
+    } else if arguments[index + 1] == "raw-batch" {
+        // 1,000 raw puts in one transaction, N times (the peer of `batch`).
+        let raw = RawLMDB(path: profileScratch.directory("raw-batch").path)
+        let pairs = (0..<1_000).map { (key($0), value8) }
+        for _ in 0..<count { raw.batch(pairs) }
     } else if arguments[index + 1] == "batch" {
         // `write { }` of 1,000 sets, N times (its peer: 1,000 raw puts in one transaction).
         let store = try Store(directory: profileScratch.directory("batch"))
@@ -236,6 +241,15 @@ do {
         try memberStore.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } }
     }
     report.compare("write { } of 1,000 sets by a member", memberBatch, batch, peerName: "plain store", target: "info")
+    // The same batch once its keys have ten times the revisions: what a commit touches must not
+    // grow with the history it extends.
+    let deepRounds = 10 * batches
+    for round in batches..<deepRounds { try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + round } } }
+    let deepBatch = try measure("deep batch", count: batches) { round in
+        try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + deepRounds + round } }
+    }
+    report.compare(
+        "write { } of 1,000 sets, keys with \(deepRounds) revisions", deepBatch, batch, peerName: "keys with \(batches)", target: "≈ 1×")
 
     // 8 concurrent writers on their own threads: group commit.
     let perWriter = n(150)
