@@ -9,20 +9,46 @@ import ChronicleLMDB
 /// writes, not on how long their histories are. The index of builds before (`history`: one row
 /// per record, keyed by name then sequence) made a commit of 1,000 keys rewrite every leaf of
 /// that index, and the more so the longer the store had lived.
+///
+/// The links are only as good as the last writer: a build before this index (still sharing the
+/// store, or run on it since) writes `history` rows instead, and may renumber the log under them
+/// by compacting. So every write transaction first checks that the index can be extended (no
+/// `history` rows, no `previous` row past the log's head) and rebuilds it from the log when not,
+/// and a read that finds `history` rows reads the log instead of the links.
 extension EventLog {
     /// Indexes the record at `sequence`, the newest in the log, as its key's latest.
     func indexHistory(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction) throws {
         let name = HistoryKey.prefix(domain: event.domain, name: event.key)
+        let position = sequence.bigEndianBytes
         if let last = try txn.get(dbs.latest, key: name) {
-            try txn.put(dbs.previous, key: sequence.bigEndianBytes, value: last, flags: .append)
+            guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {
+                // An edited row: rebuild from the log, which holds this record already.
+                return try rebuildHistory(txn)
+            }
+            try txn.put(dbs.previous, key: position, value: last, flags: .append)
         }
-        try txn.put(dbs.latest, key: name, value: sequence.bigEndianBytes)
+        try txn.put(dbs.latest, key: name, value: position)
+    }
+
+    /// Rebuilds the index in this write transaction when it cannot be extended: a build before
+    /// it wrote to the store (its `history` rows), or `previous` holds a row past the log's head
+    /// (the log was renumbered under it, or the file edited). Two lookups when it is sound.
+    func repairHistoryIfStale(_ txn: borrowing Transaction, head: LogHead) throws {
+        if try txn.count(dbs.legacyHistory) == 0 {
+            guard let last = try txn.last(dbs.previous) else { return }
+            if let sequence = UInt64(bigEndianBytes: last.key), sequence <= head.sequence { return }
+        }
+        try rebuildHistory(txn)
     }
 
     /// The sequences of a key's records, newest first.
     /// - Throws: `.corruptViewEntry` when a link does not lead to an earlier record (an edited
     ///   index is reported, never followed round a loop).
     func historySequences(_ domain: Domain, _ name: String, _ txn: borrowing Transaction) throws -> [UInt64] {
+        if try txn.count(dbs.legacyHistory) > 0 {
+            // A build before this index wrote since: the links miss its events until the next write.
+            return try sequencesFromTheLog(domain, name, txn).reversed()
+        }
         guard let bytes = try txn.get(dbs.latest, key: HistoryKey.prefix(domain: domain, name: name)) else { return [] }
         guard var sequence = UInt64(bigEndianBytes: bytes), sequence > 0 else {
             throw ChronicleError.corruptViewEntry(key: name, reason: "its history index names a record of \(bytes.count) bytes")
@@ -40,6 +66,28 @@ extension EventLog {
         return sequences
     }
 
+    /// A key's records found by reading the whole log, oldest first.
+    private func sequencesFromTheLog(_ domain: Domain, _ name: String, _ txn: borrowing Transaction) throws -> [UInt64] {
+        var sequences: [UInt64] = []
+        let wanted = Array(name.utf8)
+        try eventsOfTheLog(txn) { sequence, event in
+            if event.domain == domain, event.key.utf8.elementsEqual(wanted) { sequences.append(sequence) }
+        }
+        return sequences
+    }
+
+    /// Calls `visit` with every event record of the log that decodes, in sequence order, without
+    /// checking the chain (no key may be at hand); `verify` reports the records that do not.
+    private func eventsOfTheLog(_ txn: borrowing Transaction, _ visit: (UInt64, Event) throws -> Void) throws {
+        try txn.scan(dbs.events) { key, value in
+            guard let sequence = UInt64(bigEndianBytes: key), let record = try? LogRecord(decoding: value, sequence: sequence),
+                record.kind == .event, let event = try? record.event(sequence: sequence)
+            else { return true }
+            try visit(sequence, event)
+            return true
+        }
+    }
+
     /// Empties `latest` and `previous`, and the index of builds before, for a rebuild.
     func clearHistory(_ txn: borrowing Transaction) throws {
         for database in [dbs.latest, dbs.previous, dbs.legacyHistory] { try txn.clear(database) }
@@ -52,28 +100,25 @@ extension EventLog {
         }
     }
 
-    /// Indexes, in the new layout, a store whose `history` rows say a build before this index
-    /// wrote to it (all of it, or events after this build's last write): once, when it opens.
-    /// Reads records without checking their chain (no key is at hand yet); `verify` checks that.
+    /// Rebuilds `latest` and `previous` from the log and empties `history`, in `txn`.
+    func rebuildHistory(_ txn: borrowing Transaction) throws {
+        try clearHistory(txn)
+        var last: [[UInt8]: UInt64] = [:]
+        try eventsOfTheLog(txn) { sequence, event in
+            if let before = last.updateValue(sequence, forKey: HistoryKey.prefix(domain: event.domain, name: event.key)) {
+                try txn.put(dbs.previous, key: sequence.bigEndianBytes, value: before.bigEndianBytes, flags: .append)
+            }
+        }
+        try writeLatest(last.map { ($0.key, $0.value) }, txn)
+    }
+
+    /// Indexes a store that a build before this index wrote to (all of it, or events after this
+    /// build's last write), when it opens, so its first reads need no log scan.
     func reindexHistoryIfAnEarlierBuildWrote() throws {
         guard try environment.read({ txn in try txn.count(dbs.legacyHistory) }) > 0 else { return }
         try environment.write { txn in
             guard try txn.count(dbs.legacyHistory) > 0 else { return }  // another process did it
-            try clearHistory(txn)
-            var last: [[UInt8]: UInt64] = [:]
-            try txn.scan(dbs.events) { key, value in
-                guard let sequence = UInt64(bigEndianBytes: key) else {
-                    throw ChronicleError.corruptRecord(sequence: 0, reason: "log key of \(key.count) bytes")
-                }
-                let record = try LogRecord(decoding: value, sequence: sequence)
-                guard record.kind == .event else { return true }
-                let event = try record.event(sequence: sequence)
-                if let before = last.updateValue(sequence, forKey: HistoryKey.prefix(domain: event.domain, name: event.key)) {
-                    try txn.put(dbs.previous, key: sequence.bigEndianBytes, value: before.bigEndianBytes, flags: .append)
-                }
-                return true
-            }
-            try writeLatest(last.map { ($0.key, $0.value) }, txn)
+            try rebuildHistory(txn)
         }
     }
 }

@@ -179,6 +179,7 @@ extension EventLog {
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
             try checkHeadMAC(head, txn)
+            try repairHistoryIfStale(txn, head: head)
             let before = head
             let result = try body(txn, &head)
             switch write {

@@ -127,6 +127,113 @@ struct HistoryIndexTests {
         }
     }
 
+    /// Writes a raw row into a database of the store, as a hex editor or another build would.
+    static func put(_ store: Store, _ name: String, key: [UInt8], value: [UInt8]) throws {
+        let log = try store.eventLog
+        let database = try log.environment.openDatabase(named: name)
+        try log.environment.write { txn in try txn.put(database, key: key, value: value) }
+    }
+
+    /// A `previous` row past the log's head (a log renumbered under the index by an earlier
+    /// build's compaction, or an edit) would make every later link refused by `MDB_APPEND`.
+    @Test func aLinkPastTheHeadIsRepairedByTheNextWrite() throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(.dark, for: Keys.theme)
+            try Self.put(store, "previous", key: UInt64.max.bigEndianBytes, value: UInt64(1).bigEndianBytes)
+            try store.set(.light, for: Keys.theme)
+            try store.set(.system, for: Keys.theme)
+            #expect(try store.history(of: Keys.theme).map(\.value) == [.dark, .light, .system])
+            #expect(try Self.rows(store, "previous").count == 2)
+        }
+    }
+
+    @Test func aLatestRowEditedToPointForwardIsRepairedByTheNextWrite() throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(.dark, for: Keys.theme)
+            try Self.put(store, "latest", key: HistoryKey.prefix(domain: .defaults, name: Keys.theme.name), value: UInt64(999).bigEndianBytes)
+            try store.set(.light, for: Keys.theme)
+            #expect(try store.history(of: Keys.theme).map(\.value) == [.dark, .light])
+        }
+    }
+
+    /// Opening never read the log before this index: a damaged record in a store to migrate
+    /// must not keep `verify` from opening it to say which.
+    @Test func aStoreToReindexWithADamagedRecordStillOpensAndVerifyNamesIt() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory)
+            for n in 1...3 { try store.set(n, for: Keys.launches) }
+            try Self.indexAsAnEarlierBuild(store)
+            let log = try store.eventLog
+            try log.environment.write { txn in
+                guard var record = try txn.get(log.dbs.events, key: UInt64(2).bigEndianBytes) else { return }
+                record[0] = 0xEE  // no such record kind
+                try txn.put(log.dbs.events, key: UInt64(2).bigEndianBytes, value: record)
+            }
+        }
+        let store = try Store(directory: directory)
+        let report = try store.verify()
+        #expect(report.firstBadSequence == 2)
+        #expect(try store.history(of: Keys.launches).map(\.value) == [1, 3])
+    }
+
+    /// A build before this index writes while this one has the store open: reads see its events
+    /// at once (from the log), and this build's next write indexes them.
+    @Test func anEarlierBuildWritingWhileThisOneHasTheStoreOpen() throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(.dark, for: Keys.theme)
+            try store.set(.light, for: Keys.theme)
+            try store.set(.system, for: Keys.theme)
+            try store.set(7, for: Keys.launches)
+            try Self.indexAsAnEarlierBuild(store, only: [3, 4])
+            #expect(try store.history(of: Keys.theme).map(\.value) == [.dark, .light, .system])
+            #expect(try store.history(of: Keys.launches).map(\.value) == [7])
+            try store.set(8, for: Keys.launches)
+            #expect(try Self.rows(store, "history").isEmpty)
+            #expect(try store.history(of: Keys.theme).map(\.value) == [.dark, .light, .system])
+            #expect(try store.history(of: Keys.launches).map(\.value) == [7, 8])
+        }
+    }
+
+    /// Edits that keep every link going down and on the same key: `history` cannot tell, `verify` must.
+    @Test(arguments: ["skip", "latest"])
+    func verifyReportsAnIndexThatDisagreesWithTheLog(edit: String) throws {
+        try withTemporaryStore { store, _ throws in
+            for theme in [Theme.dark, .light, .system] { try store.set(theme, for: Keys.theme) }  // 1, 2, 3
+            #expect(try store.verify().isSound)
+            if edit == "skip" {
+                try Self.put(store, "previous", key: UInt64(3).bigEndianBytes, value: UInt64(1).bigEndianBytes)
+            } else {
+                try Self.put(store, "latest", key: HistoryKey.prefix(domain: .defaults, name: Keys.theme.name), value: UInt64(2).bigEndianBytes)
+            }
+            let report = try store.verify()
+            #expect(!report.isSound)
+            #expect("\(report)".contains("history index"))
+            try store.rebuildViews()
+            #expect(try store.verify().isSound)
+            #expect(try store.history(of: Keys.theme).count == 3)
+        }
+    }
+
+    /// Swift's `String` equality is canonical equivalence; the store keeps names by their bytes.
+    @Test func namesThatDifferOnlyInNormalizationStayTwoKeysThroughAReplay() throws {
+        try withTemporaryStore { store, _ throws in
+            let composed = Key<Int>("caf\u{E9}", default: 0)
+            let decomposed = Key<Int>("cafe\u{301}", default: 0)
+            try store.set(1, for: composed)
+            try store.set(2, for: decomposed)
+            try store.set(3, for: composed)
+            #expect(try store.verify().isSound)
+            try store.rebuildViews()
+            #expect(try store.verify().isSound)
+            #expect(try store.eventLog.entry(.defaults, composed.name)?.sequence == 3)  // each its own view entry
+            #expect(try store.eventLog.entry(.defaults, decomposed.name)?.sequence == 2)
+            #expect(try store.history(of: composed).map(\.value) == [1, 3])
+            #expect(try store.history(of: decomposed).map(\.value) == [2])
+        }
+    }
+
     @Test func compactionAndReplayRebuildTheIndex() throws {
         try withTemporaryStore { store, _ throws in
             for n in 1...10 { try store.set(n, for: Keys.launches) }
