@@ -4,10 +4,10 @@ import ChronicleLMDB
 import ChronicleSodium
 
 extension EventLog {
-    /// A key of a view: the unit last-writer-wins decides over.
+    /// A key of a view: the unit last-writer-wins decides over (its name by bytes, see ``KeyName``).
     private struct ViewKey: Hashable {
         var domain: Domain
-        var name: String
+        var name: KeyName
     }
 
     /// A record compaction keeps, with its place in the old log.
@@ -67,7 +67,7 @@ extension EventLog {
             _ = try replayLog(txn) { sequence, event in
                 step()
                 guard event.policy != .never, !waiting.contains(sequence) else { return }
-                let key = ViewKey(domain: event.domain, name: event.key)
+                let key = ViewKey(domain: event.domain, name: KeyName(event.key))
                 if let best = replicated[key], best.order > event.order { return }
                 replicated[key] = (event.order, sequence)
             }

@@ -78,7 +78,7 @@ extension EventLog {
 
     /// Calls `visit` with every event record of the log that decodes, in sequence order, without
     /// checking the chain (no key may be at hand); `verify` reports the records that do not.
-    private func eventsOfTheLog(_ txn: borrowing Transaction, _ visit: (UInt64, Event) throws -> Void) throws {
+    func eventsOfTheLog(_ txn: borrowing Transaction, _ visit: (UInt64, Event) throws -> Void) throws {
         try txn.scan(dbs.events) { key, value in
             guard let sequence = UInt64(bigEndianBytes: key), let record = try? LogRecord(decoding: value, sequence: sequence),
                 record.kind == .event, let event = try? record.event(sequence: sequence)

@@ -107,9 +107,16 @@ extension EventLog {
     package func catalog() throws -> [KeyInfo] {
         try environment.read { txn in
             var infos: [KeyInfo] = []
+            // While `history` has rows the links are stale: count every key's records in one read of the log.
+            var counted: [[KeyName: Int]]?
+            if try txn.count(dbs.legacyHistory) > 0 {
+                var counts: [[KeyName: Int]] = [[:], [:]]
+                try eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
+                counted = counts
+            }
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let revisions = try historySequences(domain, name, txn).count
+                    let revisions = try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 } ?? historySequences(domain, name, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,

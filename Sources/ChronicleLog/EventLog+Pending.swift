@@ -32,9 +32,19 @@ extension EventLog {
 }
 
 package struct PendingWrites: ~Copyable {
+    /// A queued change's key: its name compared by bytes, as the store keeps names (``KeyName``).
     package struct Key: Hashable {
         package var domain: Domain
         package var name: String
+
+        package static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.domain == rhs.domain && KeyName(lhs.name) == KeyName(rhs.name)
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(domain)
+            hasher.combine(name)
+        }
     }
 
     package struct Entry {

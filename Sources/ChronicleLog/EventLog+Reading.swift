@@ -37,7 +37,7 @@ extension EventLog {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
                 }
                 let event = try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence)
-                guard event.domain == domain, event.key == name else {
+                guard event.domain == domain, event.key.utf8.elementsEqual(name.utf8) else {  // by bytes, as the store keeps names
                     throw ChronicleError.corruptViewEntry(key: name, reason: "its history index names record \(sequence), an event of another key")
                 }
                 return CommittedEvent(sequence: sequence, event: event)

@@ -234,6 +234,53 @@ struct HistoryIndexTests {
         }
     }
 
+    static let composed = "caf\u{E9}"
+    static let decomposed = "cafe\u{301}"
+
+    @Test func aLinkIntoTheOtherSpellingsHistoryIsReported() throws {
+        try withTemporaryStore { store, _ throws in
+            let composed = Key<Int>(Self.composed, default: 0)
+            try store.set(1, for: composed)  // 1
+            try store.set(2, for: Key<Int>(Self.decomposed, default: 0))  // 2
+            try store.set(3, for: composed)  // 3, linked to 1
+            try Self.put(store, "previous", key: UInt64(3).bigEndianBytes, value: UInt64(2).bigEndianBytes)
+            #expect(throws: ChronicleError.self) { try store.history(of: composed) }
+        }
+    }
+
+    /// A device-only winner never hides a synced value from peers: compaction keeps each key's
+    /// greatest synced event, and the other spelling's is not this key's.
+    @Test func compactionKeepsEachSpellingsSyncedEvent() throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(1, for: Key<Int>(Self.composed, default: 0, sync: .automaticSmall))  // synced
+            try store.set(2, for: Key<Int>(Self.decomposed, default: 0, sync: .automaticSmall))
+            try store.set(3, for: Key<Int>(Self.composed, default: 0, sync: .never))  // the device-only winner
+            _ = try store.compact()
+            #expect(try store.history(of: Key<Int>(Self.composed, default: 0)).map(\.value) == [1, 3])
+            #expect(try store.history(of: Key<Int>(Self.decomposed, default: 0)).map(\.value) == [2])
+        }
+    }
+
+    @Test func aQueuedWriteIsReadOnlyUnderItsOwnSpelling() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            store[Key<Int>(Self.composed, default: 0)] = 1  // queued
+            #expect(store[Key<Int>(Self.decomposed, default: 0)] == 0)
+            try await store.flush()
+        }
+    }
+
+    /// While an earlier build's `history` rows say the links are stale, the key listing counts
+    /// revisions from one read of the log.
+    @Test func theKeyListingCountsRevisionsWhileTheIndexIsStale() throws {
+        try withTemporaryStore { store, _ throws in
+            for n in 1...4 { try store.set(n, for: Keys.launches) }
+            try store.set(.dark, for: Keys.theme)
+            try Self.indexAsAnEarlierBuild(store, only: [4, 5])
+            let revisions = Dictionary(uniqueKeysWithValues: try store.eventLog.catalog().map { ($0.name, $0.revisions) })
+            #expect(revisions == [Keys.launches.name: 4, Keys.theme.name: 1])
+        }
+    }
+
     @Test func compactionAndReplayRebuildTheIndex() throws {
         try withTemporaryStore { store, _ throws in
             for n in 1...10 { try store.set(n, for: Keys.launches) }
