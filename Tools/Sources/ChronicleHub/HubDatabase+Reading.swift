@@ -25,10 +25,13 @@ extension HubDatabase {
     /// many bytes of event bodies it read from the database.
     ///
     /// The token check, the tenant's head and chain, the chain at the start and the events after
-    /// it are one statement, so one snapshot, in one round trip (the events as arrays in one row:
-    /// at most 4,096 positions, and only while the bodies before each add up to less than the
-    /// range's ~1 MiB, so a row never holds more than that and one event). The
-    /// wrapped keys the events name are a second statement: they committed with or before
+    /// it are one statement, so one snapshot, in one round trip. The statement decides what the
+    /// range sends: it scans at most 4,096 positions, and takes each while fewer than
+    /// `maxEvents` sent events and less than the range's ~1 MiB of sent bodies come before it;
+    /// the bodies of the events it sends are the only ones it reads (as an array in one row,
+    /// so a row never holds more than that and one event). What the filter or the writer
+    /// leaves out costs neither a read nor room in the range, and the range still ends past it.
+    /// The wrapped keys the events name are a second statement: they committed with or before
     /// the events that name them, so a later snapshot holds them too (unless the operator
     /// dropped them in between, which is what dropping them means).
     func range(
@@ -38,33 +41,44 @@ extension HubDatabase {
         let hash = ByteBuffer(bytes: device.tokenHash)
         // Any `after` past the head is answered from the head: Int64.max is past every head.
         let asked = Int64(clamping: after)
+        // RelayRange.admits, in SQL: `.syncable` sends what is not `.never` (and what has no
+        // policy: opaque items); `.automaticSmall` sends `.automaticSmall` events up to its size.
+        let (everySyncable, maxPayload): (Bool, Int64) = switch filter {
+        case .syncable: (true, 0)
+        case let .automaticSmall(limit): (false, Int64(limit))
+        }
+        let excluded = writer.map { ByteBuffer(bytes: $0) }
         let rows = try await client.query(
             """
-            SELECT t.relay_id, t.epoch, t.head, t.chain, a.chain,
-                e.positions, e.writers, e.policies, e.sizes, e.bodies, e.chains
+            SELECT t.relay_id, t.epoch, t.head, t.chain, a.chain, e.up_to, e.up_to_chain, e.bodies
             FROM tenants t
             JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
             LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least(\(asked), t.head)
             LEFT JOIN LATERAL (
-                SELECT array_agg(position ORDER BY position) AS positions, array_agg(writer ORDER BY position) AS writers,
-                    array_agg(policy ORDER BY position) AS policies, array_agg(payload_size ORDER BY position) AS sizes,
-                    array_agg(body ORDER BY position) AS bodies, array_agg(chain ORDER BY position) AS chains
+                SELECT max(s.position) AS up_to, (array_agg(s.chain ORDER BY s.position DESC))[1] AS up_to_chain,
+                    array_agg(s.body ORDER BY s.position) FILTER (WHERE s.sent) AS bodies
                 FROM (
-                    SELECT position, writer, policy, payload_size, body, chain,
-                        sum(octet_length(body)) OVER (ORDER BY position) - octet_length(body) AS before
-                    FROM events
-                    WHERE tenant_id = t.id AND position > least(\(asked), t.head) AND position <= t.head
-                    ORDER BY position LIMIT \(Self.scanLimit)) s
-                WHERE s.before < \(Int64(Self.pullBytes))
+                    SELECT position, chain, sent, CASE WHEN sent THEN body END AS body,
+                        coalesce(sum(CASE WHEN sent THEN octet_length(body) END) OVER w, 0)
+                            - CASE WHEN sent THEN octet_length(body) ELSE 0 END AS bytes_before,
+                        count(*) FILTER (WHERE sent) OVER w - sent::int AS sent_before
+                    FROM (
+                        SELECT position, chain, body,
+                            (CASE WHEN \(everySyncable) THEN policy <> \(Int16(SyncPolicy.never.rawValue))
+                                ELSE policy = \(Int16(SyncPolicy.automaticSmall.rawValue)) AND payload_size <= \(maxPayload) END)
+                            AND (\(excluded)::bytea IS NULL OR writer IS DISTINCT FROM \(excluded)::bytea) AS sent
+                        FROM events
+                        WHERE tenant_id = t.id AND position > least(\(asked), t.head) AND position <= t.head
+                        ORDER BY position LIMIT \(Self.scanLimit)) r
+                    WINDOW w AS (ORDER BY position)) s
+                WHERE s.bytes_before < \(Int64(Self.pullBytes)) AND s.sent_before < \(Int64(clamping: maxEvents))
             ) e ON true
             WHERE t.id = \(tenant)
             """, logger: logger)
-        typealias Row = (
-            ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, [Int64]?, [ByteBuffer]?, [Int16]?, [Int32]?, [ByteBuffer]?, [ByteBuffer]?
-        )
+        typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
         var found: Row?
         for try await row in rows.decode(Row.self) { found = row }
-        guard let (relay, epoch, storedHead, headChain, chainAtStart, positions, writers, policies, sizes, events, chains) = found else {
+        guard let (relay, epoch, storedHead, headChain, chainAtStart, lastPosition, lastChain, sent) = found else {
             throw revoked(device)
         }
         let head = UInt64(max(0, storedHead))
@@ -79,23 +93,11 @@ extension HubDatabase {
         }
         var upTo = start
         var upToChain = afterChain
-        var bodies: [[UInt8]] = []
-        var bytes = 0
-        if let positions, let writers, let policies, let sizes, let events, let chains,
-            [writers.count, policies.count, sizes.count, events.count, chains.count].allSatisfy({ $0 == positions.count })
-        {
-            for index in positions.indices {
-                if bodies.count >= maxEvents || bytes >= Self.pullBytes { break }
-                upTo = UInt64(max(0, positions[index]))
-                upToChain = Array(buffer: chains[index])
-                let policy = policies[index]
-                guard RelayRange.admits(filter, policy: policy < 0 ? nil : UInt8(clamping: policy), payloadSize: Int(sizes[index])),
-                    writer.map({ Array(buffer: writers[index]) != $0 }) ?? true
-                else { continue }
-                bodies.append(Array(buffer: events[index]))
-                bytes += events[index].readableBytes
-            }
+        if let lastPosition, let lastChain, lastPosition > Int64(clamping: start) {
+            upTo = UInt64(lastPosition)
+            upToChain = Array(buffer: lastChain)
         }
+        let bodies = (sent ?? []).map { Array(buffer: $0) }
         // Only the key records the pulled events name (every record under each id: a relay
         // cannot tell a carrier's record from the real one; members open what opens).
         var keys: [[UInt8]] = []
@@ -111,7 +113,7 @@ extension HubDatabase {
         let encoded = RelayRange.encode(
             source: Array(buffer: relay), epoch: Array(buffer: epoch), after: start, upTo: upTo, head: head, afterChain: afterChain,
             upToChain: upToChain, keys: keys, events: bodies)
-        return (encoded, bodies.count, upTo, events?.reduce(0) { $0 + $1.readableBytes } ?? 0)
+        return (encoded, bodies.count, upTo, bodies.reduce(0) { $0 + $1.count })
     }
 
     /// Records that `device` pulled up to `position` (the operator's view of each device's progress).

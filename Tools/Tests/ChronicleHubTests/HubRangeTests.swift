@@ -74,5 +74,40 @@ extension HubTests {
             #expect(pulls >= 4, "40 events of 100 KB in \(pulls) pulls of about 1 MiB")
         }
     }
+
+    /// An automatic-mode device behind large manual events, and a device behind its own large
+    /// events: what the filter or the writer exclusion leaves out is neither read from the
+    /// database nor counted against the range's mebibyte, so one pull passes all of it.
+    @Test func whatAPullLeavesOutIsNotReadFromTheDatabase() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            try await withTemporaryStores(1) { stores in
+                for i in 0..<30 {
+                    let payload = Data((0..<100_000).map { _ in UInt8.random(in: 0...255) })
+                    try stores[0].set(payload, for: Key<Data>("range.big\(i)", default: Data(), sync: .manual))
+                }
+                for i in 0..<5 { try stores[0].set(i, for: Key<Int>("range.small\(i)", default: 0, sync: .automaticSmall)) }
+                _ = try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
+            }
+            let database = hub.nodes[0].database
+            let device = try #require(try await database.device(token: token))
+            let first = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 1)
+            let writer = try #require(try EventRange(decoding: first.bytes).events.first).origin.bytes
+            let automatic = try await database.range(
+                device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 4_096)
+            #expect((automatic.events, automatic.upTo) == (5, 35), "past the 30 manual events in one pull")
+            #expect(automatic.fetchedBytes < 10_000, "read \(automatic.fetchedBytes) bytes of bodies it does not send")
+            let own = try await database.range(device: device, after: 0, filter: .syncable, excluding: writer, maxEvents: 4_096)
+            #expect((own.events, own.upTo) == (0, 35), "its own events, all left out, in one pull")
+            #expect(own.fetchedBytes == 0)
+            // The bound still counts what is sent: the same range with nothing left out takes several pulls.
+            let all = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            #expect(all.upTo < 30 && all.events == Int(all.upTo))
+            // And the event bound: at most `maxEvents` sent, ending at the last one sent.
+            let two = try await database.range(device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 2)
+            #expect((two.events, two.upTo) == (2, 32))
+        }
+    }
 }
 }
