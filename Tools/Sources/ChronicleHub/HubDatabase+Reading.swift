@@ -24,8 +24,9 @@ extension HubDatabase {
     /// written by `excluding`). Also returns how many events it holds, where it ends, and how
     /// many bytes of event bodies it read from the database.
     ///
-    /// The token check, the tenant's head and chain, the chain at the start and the events after
-    /// it are one statement, so one snapshot, in one round trip. The statement decides what the
+    /// The token check, the tenant's head and chain, the chain at the start, the events after it
+    /// and the record of the device's progress (`pulled`, `last_seen`, when the range advances)
+    /// are one statement, so one snapshot, in one round trip. The statement decides what the
     /// range sends: it scans at most 4,096 positions, and takes each while fewer than
     /// `maxEvents` sent events and less than the range's ~1 MiB of sent bodies come before it;
     /// the bodies of the events it sends are the only ones it reads (as an array in one row,
@@ -50,7 +51,8 @@ extension HubDatabase {
         let excluded = writer.map { ByteBuffer(bytes: $0) }
         let rows = try await client.query(
             """
-            SELECT t.relay_id, t.epoch, t.head, t.chain, a.chain, e.up_to, e.up_to_chain, e.bodies
+            WITH r AS (
+            SELECT t.relay_id, t.epoch, t.head, t.chain AS head_chain, a.chain AS start_chain, e.up_to, e.up_to_chain, e.bodies
             FROM tenants t
             JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
             LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least(\(asked), t.head)
@@ -73,7 +75,11 @@ extension HubDatabase {
                     WINDOW w AS (ORDER BY position)) s
                 WHERE s.bytes_before < \(Int64(Self.pullBytes)) AND s.sent_before < \(Int64(clamping: maxEvents))
             ) e ON true
-            WHERE t.id = \(tenant)
+            WHERE t.id = \(tenant)),
+            progress AS (
+                UPDATE devices d SET last_seen = now(), pulled = GREATEST(d.pulled, r.up_to) FROM r
+                WHERE d.tenant_id = \(tenant) AND d.token_hash = \(hash) AND r.up_to > least(\(asked), r.head))
+            SELECT relay_id, epoch, head, head_chain, start_chain, up_to, up_to_chain, bodies FROM r
             """, logger: logger)
         typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
         var found: Row?
@@ -114,12 +120,5 @@ extension HubDatabase {
             source: Array(buffer: relay), epoch: Array(buffer: epoch), after: start, upTo: upTo, head: head, afterChain: afterChain,
             upToChain: upToChain, keys: keys, events: bodies)
         return (encoded, bodies.count, upTo, bodies.reduce(0) { $0 + $1.count })
-    }
-
-    /// Records that `device` pulled up to `position` (the operator's view of each device's progress).
-    func recordPull(tenant: Int64, device: String, position: UInt64) async throws {
-        try await client.query(
-            "UPDATE devices SET last_seen = now(), pulled = GREATEST(pulled, \(Int64(position))) WHERE tenant_id = \(tenant) AND name = \(device)",
-            logger: logger)
     }
 }

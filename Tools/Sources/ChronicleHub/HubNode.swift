@@ -226,7 +226,6 @@ struct HubBackend: SyncBackend {
             result = try await database.range(
                 device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         }
-        if result.upTo > query.after { try await database.recordPull(tenant: device.tenant, device: device.name, position: result.upTo) }
         metrics.eventsServed.increment(by: Int64(result.events))
         return result.bytes
     }

@@ -3,6 +3,7 @@
 @testable import ChronicleHub
 import ChronicleTesting
 import Foundation
+import PostgresNIO
 import Testing
 import ToolsTestSupport
 
@@ -72,6 +73,36 @@ extension HubTests {
                 pulls += 1
             }
             #expect(pulls >= 4, "40 events of 100 KB in \(pulls) pulls of about 1 MiB")
+        }
+    }
+
+    /// The operator's view of each device's progress: a pull that advances records where it
+    /// ended and when; one that does not (nothing new, or past the head) leaves both alone.
+    @Test func aPullRecordsTheDevicesProgress() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            try await withTemporaryStores(1) { stores in
+                for i in 0..<6 { try stores[0].set(i, for: Key<Int>("range.k\(i)", default: 0, sync: .automaticSmall)) }
+                _ = try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: token)]).sync()
+            }
+            let database = hub.nodes[0].database
+            let device = try #require(try await database.device(token: token))
+            func progress() async throws -> (pulled: Int64, seen: Bool) {
+                let rows = try await hub.admin.client.query(
+                    "SELECT pulled, last_seen IS NOT NULL FROM devices WHERE tenant_id = \(device.tenant) AND name = 'd'")
+                for try await row in rows.decode((Int64, Bool).self) { return row }
+                return (-1, false)
+            }
+            try await hub.admin.client.query("UPDATE devices SET last_seen = NULL WHERE tenant_id = \(device.tenant)")
+            _ = try await database.range(device: device, after: 6, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            #expect(try await progress() == (0, false), "nothing new: nothing recorded")
+            _ = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4)
+            #expect(try await progress() == (4, true))
+            _ = try await database.range(device: device, after: 1, filter: .syncable, excluding: nil, maxEvents: 1)
+            #expect(try await progress() == (4, true), "never back")
+            _ = try await database.range(device: device, after: 4, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            #expect(try await progress() == (6, true))
         }
     }
 
