@@ -39,7 +39,6 @@ extension HubDatabase {
         device: HubDevice, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
     ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64, fetchedBytes: Int) {
         let tenant = device.tenant
-        let hash = ByteBuffer(bytes: device.tokenHash)
         // Any `after` past the head is answered from the head: Int64.max is past every head.
         let asked = Int64(clamping: after)
         // RelayRange.admits, in SQL: `.syncable` sends what is not `.never` (and what has no
@@ -48,42 +47,14 @@ extension HubDatabase {
         case .syncable: (true, 0)
         case let .automaticSmall(limit): (false, Int64(limit))
         }
-        let excluded = writer.map { ByteBuffer(bytes: $0) }
-        let rows = try await client.query(
-            """
-            WITH r AS (
-            SELECT t.relay_id, t.epoch, t.head, t.chain AS head_chain, a.chain AS start_chain, e.up_to, e.up_to_chain, e.bodies
-            FROM tenants t
-            JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
-            LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least(\(asked), t.head)
-            LEFT JOIN LATERAL (
-                SELECT max(s.position) AS up_to, (array_agg(s.chain ORDER BY s.position DESC))[1] AS up_to_chain,
-                    array_agg(s.body ORDER BY s.position) FILTER (WHERE s.sent) AS bodies
-                FROM (
-                    SELECT position, chain, sent, CASE WHEN sent THEN body END AS body,
-                        coalesce(sum(CASE WHEN sent THEN octet_length(body) END) OVER w, 0)
-                            - CASE WHEN sent THEN octet_length(body) ELSE 0 END AS bytes_before,
-                        count(*) FILTER (WHERE sent) OVER w - sent::int AS sent_before
-                    FROM (
-                        SELECT position, chain, body,
-                            (CASE WHEN \(everySyncable) THEN policy <> \(Int16(SyncPolicy.never.rawValue))
-                                ELSE policy = \(Int16(SyncPolicy.automaticSmall.rawValue)) AND payload_size <= \(maxPayload) END)
-                            AND (\(excluded)::bytea IS NULL OR writer IS DISTINCT FROM \(excluded)::bytea) AS sent
-                        FROM events
-                        WHERE tenant_id = t.id AND position > least(\(asked), t.head) AND position <= t.head
-                        ORDER BY position LIMIT \(Self.scanLimit)) r
-                    WINDOW w AS (ORDER BY position)) s
-                WHERE s.bytes_before < \(Int64(Self.pullBytes)) AND s.sent_before < \(Int64(clamping: maxEvents))
-            ) e ON true
-            WHERE t.id = \(tenant)),
-            progress AS (
-                UPDATE devices d SET last_seen = now(), pulled = GREATEST(d.pulled, r.up_to) FROM r
-                WHERE d.tenant_id = \(tenant) AND d.token_hash = \(hash) AND r.up_to > least(\(asked), r.head))
-            SELECT relay_id, epoch, head, head_chain, start_chain, up_to, up_to_chain, bodies FROM r
-            """, logger: logger)
-        typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
+        let statement = RangeStatement(
+            tokenHash: ByteBuffer(bytes: device.tokenHash), asked: asked, everySyncable: everySyncable, maxPayload: maxPayload,
+            excluded: writer.map { ByteBuffer(bytes: $0) }, scanLimit: Int64(Self.scanLimit), pullBytes: Int64(Self.pullBytes),
+            maxEvents: Int64(clamping: maxEvents), tenant: tenant)
+        let rows = try await client.execute(statement, logger: logger)
+        typealias Row = RangeStatement.Row
         var found: Row?
-        for try await row in rows.decode(Row.self) { found = row }
+        for try await row in rows { found = row }
         guard let (relay, epoch, storedHead, headChain, chainAtStart, lastPosition, lastChain, sent) = found else {
             throw revoked(device)
         }
@@ -121,4 +92,72 @@ extension HubDatabase {
             upToChain: upToChain, keys: keys, events: bodies)
         return (encoded, bodies.count, upTo, bodies.reduce(0) { $0 + $1.count })
     }
+}
+
+/// The statement of ``HubDatabase/range(device:after:filter:excluding:maxEvents:)``, prepared
+/// once per connection: a pull is the hub's most frequent request (every long-poll makes one or
+/// two), and this is its only statement when nothing is new, so parsing and planning it once
+/// per connection, not once per pull, is most of what an empty poll costs the database.
+struct RangeStatement: PostgresPreparedStatement {
+    // $3 … $5 are RelayRange.admits in SQL: 0 is `SyncPolicy.never`, 2 `.automaticSmall` (FORMAT.md
+    // gives the bytes; `aPreparedRangeAdmitsWhatRelayRangeAdmits` checks they match).
+    static let sql = """
+        WITH r AS (
+        SELECT t.relay_id, t.epoch, t.head, t.chain AS head_chain, a.chain AS start_chain, e.up_to, e.up_to_chain, e.bodies
+        FROM tenants t
+        JOIN devices d ON d.tenant_id = t.id AND d.token_hash = $1
+        LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least($2, t.head)
+        LEFT JOIN LATERAL (
+            SELECT max(s.position) AS up_to, (array_agg(s.chain ORDER BY s.position DESC))[1] AS up_to_chain,
+                array_agg(s.body ORDER BY s.position) FILTER (WHERE s.sent) AS bodies
+            FROM (
+                SELECT position, chain, sent, CASE WHEN sent THEN body END AS body,
+                    coalesce(sum(CASE WHEN sent THEN octet_length(body) END) OVER w, 0)
+                        - CASE WHEN sent THEN octet_length(body) ELSE 0 END AS bytes_before,
+                    count(*) FILTER (WHERE sent) OVER w - sent::int AS sent_before
+                FROM (
+                    SELECT position, chain, body,
+                        (CASE WHEN $3 THEN policy <> 0 ELSE policy = 2 AND payload_size <= $4 END)
+                        AND ($5::bytea IS NULL OR writer IS DISTINCT FROM $5::bytea) AS sent
+                    FROM events
+                    WHERE tenant_id = t.id AND position > least($2, t.head) AND position <= t.head
+                    ORDER BY position LIMIT $6) r
+                WINDOW w AS (ORDER BY position)) s
+            WHERE s.bytes_before < $7 AND s.sent_before < $8
+        ) e ON true
+        WHERE t.id = $9),
+        progress AS (
+            UPDATE devices d SET last_seen = now(), pulled = GREATEST(d.pulled, r.up_to) FROM r
+            WHERE d.tenant_id = $9 AND d.token_hash = $1 AND r.up_to > least($2, r.head))
+        SELECT relay_id, epoch, head, head_chain, start_chain, up_to, up_to_chain, bodies FROM r
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.bytea, .int8, .bool, .int8, .bytea, .int8, .int8, .int8, .int8]
+
+    typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
+
+    var tokenHash: ByteBuffer
+    var asked: Int64
+    var everySyncable: Bool
+    var maxPayload: Int64
+    var excluded: ByteBuffer?
+    var scanLimit: Int64
+    var pullBytes: Int64
+    var maxEvents: Int64
+    var tenant: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 9)
+        bindings.append(tokenHash)
+        bindings.append(asked)
+        bindings.append(everySyncable)
+        bindings.append(maxPayload)
+        bindings.append(excluded)
+        bindings.append(scanLimit)
+        bindings.append(pullBytes)
+        bindings.append(maxEvents)
+        bindings.append(tenant)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

@@ -76,6 +76,16 @@ extension HubTests {
         }
     }
 
+    /// The prepared range statement spells the policies as numbers: they must be the format's.
+    @Test func aPreparedRangeAdmitsWhatRelayRangeAdmits() {
+        #expect(SyncPolicy.never.rawValue == 0 && SyncPolicy.automaticSmall.rawValue == 2)
+        #expect(RangeStatement.sql.contains("policy <> 0") && RangeStatement.sql.contains("policy = 2 AND payload_size <= $4"))
+        for policy in [nil] + SyncPolicy.allCases.map(\.rawValue) {
+            #expect(RelayRange.admits(.syncable, policy: policy, payloadSize: 10) == (policy.map { $0 != 0 } ?? true))
+            #expect(RelayRange.admits(.automaticSmall(maxPayload: 10), policy: policy, payloadSize: 10) == (policy == 2))
+        }
+    }
+
     /// The operator's view of each device's progress: a pull that advances records where it
     /// ended and when; one that does not (nothing new, or past the head) leaves both alone.
     @Test func aPullRecordsTheDevicesProgress() async throws {
