@@ -50,7 +50,11 @@ import Glibc
                 _exit(3)
             }.start()
             let directory = temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
+            // `_exit` skips `defer`: every exit below removes the directory first.
+            func exit(_ status: Int32) -> Never {
+                try? FileManager.default.removeItem(at: directory)
+                _exit(status)
+            }
             let store = try Store(directory: directory)
             let a = Key<Int>("attack.a", default: 0)
             let total = Key<Int>("attack.total", default: 0)
@@ -62,9 +66,9 @@ import Glibc
                 value = store[a] + 1  // a read, not a write
                 hold.release.signal()  // let the commits go on (the body may run again: harmless)
             }
-            guard written == 21, store[total] == 21 else { _exit(4) }
+            guard written == 21, store[total] == 21 else { exit(4) }
             hold.done.wait()
-            _exit(0)
+            exit(0)
         }
     }
 
