@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 
 // Why a small harness of our own rather than ordo-one/benchmark: this tool's product is one
@@ -36,13 +37,26 @@ func measure(_ name: String, count: Int, warmup: Int = 0, _ body: (Int) throws -
 }
 
 /// A fresh directory under the benchmark's scratch folder (on the same disk as everything else).
+/// Every scratch directory of this run, removed when the process exits.
+let scratchRoots = Mutex<[URL]>([])
+
 final class Scratch {
     let root: URL
     init() {
         root = URL(fileURLWithPath: ProcessInfo.processInfo.environment["BENCH_DIR"] ?? FileManager.default.temporaryDirectory.path)
             .appendingPathComponent("chronicle-bench-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        Self.removedAtExit
+        scratchRoots.withLock { $0.append(root) }
     }
+
+    /// A global's deinit never runs, and the `--profile-*` and `--only-*` modes end in `exit`:
+    /// without this, every run left its stores behind (a full run's replay store alone is 1.7 GB).
+    private static let removedAtExit: Void = {
+        atexit {
+            for root in scratchRoots.withLock({ $0 }) { try? FileManager.default.removeItem(at: root) }
+        }
+    }()
     func directory(_ name: String) -> URL {
         let url = root.appendingPathComponent(name, isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
