@@ -22,11 +22,11 @@ extension HubDatabase {
     /// A range of the device's tenant's log after position `after`, as `GET /v1/range` returns
     /// it, while the device's token stands: at most `maxEvents` events passing `filter` (and not
     /// written by `excluding`). Also returns how many events it holds, where it ends, and how
-    /// many bytes of event bodies it read from the database.
+    /// many bytes of event bodies it sends (the only bodies the statement reads).
     ///
     /// The token check, the tenant's head and chain, the chain at the start, the events after it
-    /// and the record of the device's progress (`pulled`, `last_seen`, when the range advances)
-    /// are one statement, so one snapshot, in one round trip. The statement decides what the
+    /// and the record of the device's progress (`pulled`, `last_seen`, when the range advances;
+    /// recorded as the range is read, so a pull whose answer then fails still counts) are one statement, so one snapshot, in one round trip. The statement decides what the
     /// range sends: it scans at most 4,096 positions, and takes each while fewer than
     /// `maxEvents` sent events and less than the range's ~1 MiB of sent bodies come before it;
     /// the bodies of the events it sends are the only ones it reads (as an array in one row,
@@ -37,7 +37,7 @@ extension HubDatabase {
     /// dropped them in between, which is what dropping them means).
     func range(
         device: HubDevice, after: UInt64, filter: RangeFilter, excluding writer: [UInt8]?, maxEvents: Int
-    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64, fetchedBytes: Int) {
+    ) async throws -> (bytes: [UInt8], events: Int, upTo: UInt64, sentBytes: Int) {
         let tenant = device.tenant
         // Any `after` past the head is answered from the head: Int64.max is past every head.
         let asked = Int64(clamping: after)
@@ -49,8 +49,7 @@ extension HubDatabase {
         }
         let statement = RangeStatement(
             tokenHash: ByteBuffer(bytes: device.tokenHash), asked: asked, everySyncable: everySyncable, maxPayload: maxPayload,
-            excluded: writer.map { ByteBuffer(bytes: $0) }, scanLimit: Int64(Self.scanLimit), pullBytes: Int64(Self.pullBytes),
-            maxEvents: Int64(clamping: maxEvents), tenant: tenant)
+            excluded: writer.map { ByteBuffer(bytes: $0) }, maxEvents: Int64(clamping: maxEvents), tenant: tenant)
         let rows = try await client.execute(statement, logger: logger)
         typealias Row = RangeStatement.Row
         var found: Row?
@@ -99,8 +98,9 @@ extension HubDatabase {
 /// two), and this is its only statement when nothing is new, so parsing and planning it once
 /// per connection, not once per pull, is most of what an empty poll costs the database.
 struct RangeStatement: PostgresPreparedStatement {
-    // $3 … $5 are RelayRange.admits in SQL: 0 is `SyncPolicy.never`, 2 `.automaticSmall` (FORMAT.md
-    // gives the bytes; `aPreparedRangeAdmitsWhatRelayRangeAdmits` checks they match).
+    // $3 and $4 are RelayRange.admits in SQL (0 is `SyncPolicy.never`, 2 `.automaticSmall`, as
+    // FORMAT.md gives them; `aPullSendsWhatRelayRangeAdmits` checks the statement against it);
+    // $5 is the writer left out. The bounds are literals, so a generic plan knows them too.
     static let sql = """
         WITH r AS (
         SELECT t.relay_id, t.epoch, t.head, t.chain AS head_chain, a.chain AS start_chain, e.up_to, e.up_to_chain, e.bodies
@@ -121,17 +121,17 @@ struct RangeStatement: PostgresPreparedStatement {
                         AND ($5::bytea IS NULL OR writer IS DISTINCT FROM $5::bytea) AS sent
                     FROM events
                     WHERE tenant_id = t.id AND position > least($2, t.head) AND position <= t.head
-                    ORDER BY position LIMIT $6) r
+                    ORDER BY position LIMIT \(HubDatabase.scanLimit)) r
                 WINDOW w AS (ORDER BY position)) s
-            WHERE s.bytes_before < $7 AND s.sent_before < $8
+            WHERE s.bytes_before < \(HubDatabase.pullBytes) AND s.sent_before < $6
         ) e ON true
-        WHERE t.id = $9),
+        WHERE t.id = $7),
         progress AS (
             UPDATE devices d SET last_seen = now(), pulled = GREATEST(d.pulled, r.up_to) FROM r
-            WHERE d.tenant_id = $9 AND d.token_hash = $1 AND r.up_to > least($2, r.head))
+            WHERE d.tenant_id = $7 AND d.token_hash = $1 AND r.up_to > least($2, r.head))
         SELECT relay_id, epoch, head, head_chain, start_chain, up_to, up_to_chain, bodies FROM r
         """
-    static let bindingDataTypes: [PostgresDataType] = [.bytea, .int8, .bool, .int8, .bytea, .int8, .int8, .int8, .int8]
+    static let bindingDataTypes: [PostgresDataType] = [.bytea, .int8, .bool, .int8, .bytea, .int8, .int8]
 
     typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
 
@@ -140,20 +140,16 @@ struct RangeStatement: PostgresPreparedStatement {
     var everySyncable: Bool
     var maxPayload: Int64
     var excluded: ByteBuffer?
-    var scanLimit: Int64
-    var pullBytes: Int64
     var maxEvents: Int64
     var tenant: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 9)
+        var bindings = PostgresBindings(capacity: 7)
         bindings.append(tokenHash)
         bindings.append(asked)
         bindings.append(everySyncable)
         bindings.append(maxPayload)
         bindings.append(excluded)
-        bindings.append(scanLimit)
-        bindings.append(pullBytes)
         bindings.append(maxEvents)
         bindings.append(tenant)
         return bindings

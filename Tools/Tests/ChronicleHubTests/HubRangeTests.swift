@@ -67,7 +67,7 @@ extension HubTests {
             var pulls = 0
             while after < 40 {
                 let range = try await database.range(device: device, after: after, filter: .syncable, excluding: nil, maxEvents: 4_096)
-                #expect(range.fetchedBytes <= HubDatabase.pullBytes + 110_000, "read \(range.fetchedBytes) bytes of bodies for one pull")
+                #expect(range.sentBytes <= HubDatabase.pullBytes + 110_000, "sent \(range.sentBytes) bytes of bodies in one pull")
                 #expect(range.upTo > after)
                 after = range.upTo
                 pulls += 1
@@ -76,13 +76,44 @@ extension HubTests {
         }
     }
 
-    /// The prepared range statement spells the policies as numbers: they must be the format's.
-    @Test func aPreparedRangeAdmitsWhatRelayRangeAdmits() {
-        #expect(SyncPolicy.never.rawValue == 0 && SyncPolicy.automaticSmall.rawValue == 2)
-        #expect(RangeStatement.sql.contains("policy <> 0") && RangeStatement.sql.contains("policy = 2 AND payload_size <= $4"))
-        for policy in [nil] + SyncPolicy.allCases.map(\.rawValue) {
-            #expect(RelayRange.admits(.syncable, policy: policy, payloadSize: 10) == (policy.map { $0 != 0 } ?? true))
-            #expect(RelayRange.admits(.automaticSmall(maxPayload: 10), policy: policy, payloadSize: 10) == (policy == 2))
+    /// The range statement's filter and writer exclusion, run by PostgreSQL over rows of every
+    /// policy (−1: an opaque item), payload size and writer, against `RelayRange.admits`: each
+    /// row's body has its own length, so the bytes sent say which rows were.
+    @Test func aPullSendsWhatRelayRangeAdmits() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            let database = hub.nodes[0].database
+            let device = try #require(try await database.device(token: token))
+            let writers = [[UInt8](repeating: 1, count: 16), [UInt8](repeating: 2, count: 16)]
+            var rows: [(policy: Int16, size: Int32, writer: [UInt8], length: Int)] = []
+            for policy: Int16 in [-1, 0, 1, 2] {
+                for size: Int32 in [10, 11] {  // at the limit, and past it
+                    for writer in writers { rows.append((policy, size, writer, 1 << rows.count)) }  // lengths 1, 2, 4, … : sums say which
+                }
+            }
+            #expect(rows.count == 16)  // bodies of 1 to 32,768 bytes: well within a range's mebibyte
+            for (index, row) in rows.enumerated() {
+                let body = ByteBuffer(bytes: [UInt8](repeating: 7, count: row.length))
+                try await hub.admin.client.query(
+                    """
+                    INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
+                    VALUES (\(device.tenant), \(Int64(index + 1)), \(ByteBuffer(bytes: row.writer)), \(Int64(index + 1)), \(row.policy),
+                        \(row.size), \(body), \(ByteBuffer(bytes: [UInt8](repeating: UInt8(index), count: 32))))
+                    """)
+            }
+            try await hub.admin.client.query("UPDATE tenants SET head = \(Int64(rows.count)) WHERE id = \(device.tenant)")
+            for filter in [RangeFilter.syncable, .automaticSmall(maxPayload: 10)] {
+                for excluded in [nil] + writers {
+                    let range = try await database.range(device: device, after: 0, filter: filter, excluding: excluded, maxEvents: 4_096)
+                    let expected = rows.filter { row in
+                        RelayRange.admits(filter, policy: row.policy < 0 ? nil : UInt8(row.policy), payloadSize: Int(row.size))
+                            && row.writer != excluded
+                    }
+                    #expect(range.sentBytes == expected.reduce(0) { $0 + $1.length }, "\(filter), excluding \(excluded?.first ?? 0)")
+                    #expect((range.events, range.upTo) == (expected.count, 16), "\(filter), excluding \(excluded?.first ?? 0)")
+                }
+            }
         }
     }
 
@@ -138,10 +169,10 @@ extension HubTests {
             let automatic = try await database.range(
                 device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 4_096)
             #expect((automatic.events, automatic.upTo) == (5, 35), "past the 30 manual events in one pull")
-            #expect(automatic.fetchedBytes < 10_000, "read \(automatic.fetchedBytes) bytes of bodies it does not send")
+            #expect(automatic.sentBytes < 10_000)
             let own = try await database.range(device: device, after: 0, filter: .syncable, excluding: writer, maxEvents: 4_096)
             #expect((own.events, own.upTo) == (0, 35), "its own events, all left out, in one pull")
-            #expect(own.fetchedBytes == 0)
+            #expect(own.sentBytes == 0)
             // The bound still counts what is sent: the same range with nothing left out takes several pulls.
             let all = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4_096)
             #expect(all.upTo < 30 && all.events == Int(all.upTo))
