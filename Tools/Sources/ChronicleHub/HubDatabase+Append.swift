@@ -98,17 +98,9 @@ extension HubDatabase {
         let counters = events.map { Int64($0.counter) }
         var standing: Set<[UInt8]> = []
         var known: [IdentityKey: [[UInt8]]] = [:]
-        for try await (writer, counter, body, tokens) in try await connection.query(
-            """
-            SELECT NULL::bytea, NULL::bigint, NULL::bytea,
-                array(SELECT token_hash FROM devices WHERE tenant_id = \(id) AND token_hash = ANY(\(hashes)::bytea[]) FOR KEY SHARE)
-            UNION ALL
-            SELECT e.writer, e.counter, e.body, NULL::bytea[] FROM events e
-            JOIN (SELECT DISTINCT * FROM unnest(\(writers)::bytea[], \(counters)::bigint[])) AS u(writer, counter)
-              ON e.writer = u.writer AND e.counter = u.counter
-            WHERE e.tenant_id = \(id)
-            """, logger: logger
-        ).decode((ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?).self) {
+        for try await (writer, counter, body, tokens) in try await connection.execute(
+            PushCheckStatement(tenant: id, tokenHashes: hashes, writers: writers, counters: counters), logger: logger
+        ) {
             if let tokens { standing.formUnion(tokens.map { Array(buffer: $0) }) }
             if let writer, let counter, let body {
                 known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
@@ -181,24 +173,14 @@ extension HubDatabase {
         let (devices, pushedCounts) = (Array(writes.pushedByDevice.keys), Array(writes.pushedByDevice.values))
         let chain = ByteBuffer(bytes: tenant.chain)
         // The events, the tenant's head and counts, the devices' and the other nodes' wake-up in
-        // one round trip (data-modifying WITH clauses run whether or not the query reads them).
-        try await connection.query(
-            """
-            WITH appended AS (
-                INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
-                SELECT \(id), * FROM unnest(\(writes.positions)::bigint[], \(writes.writers)::bytea[], \(writes.counters)::bigint[],
-                    \(writes.policies)::smallint[], \(writes.sizes)::integer[], \(writes.bodies)::bytea[], \(writes.chains)::bytea[])
-            ), counted AS (
-                UPDATE tenants SET head = \(tenant.head), chain = \(chain), event_count = event_count + \(Int64(writes.positions.count)),
-                    byte_count = byte_count + \(writes.addedBytes)
-                WHERE id = \(id) AND \(changed)
-            ), seen AS (
-                UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
-                FROM unnest(\(devices)::text[], \(pushedCounts)::bigint[]) AS u(name, count)
-                WHERE d.tenant_id = \(id) AND d.name = u.name
-            )
-            SELECT pg_notify(\(Self.channel), \(String(id))) WHERE \(notify)
-            """, logger: logger)
+        // one round trip (``PushWriteStatement``).
+        for try await _ in try await connection.execute(
+            PushWriteStatement(
+                tenant: id, positions: writes.positions, writers: writes.writers, counters: writes.counters, policies: writes.policies,
+                sizes: writes.sizes, bodies: writes.bodies, chains: writes.chains, head: tenant.head, chain: chain,
+                addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes, changed: changed, devices: devices,
+                pushedCounts: pushedCounts, channel: Self.channel, payload: String(id), notify: notify),
+            logger: logger) {}
 
         return zip(results, keysOfPush).map { result, digests in
             result.map { receipt in
