@@ -1,9 +1,9 @@
 import NIOCore
 import PostgresNIO
 
-// The statements of a tenant's push transaction that run on every commit, prepared once per
-// pooled connection (parsed and planned once, not once per transaction). Their text is fixed;
-// what varies is bound, the pushes' events as arrays.
+// The hub's most frequent statements, prepared once per pooled connection (parsed and planned
+// once, not once per request): a pull's range, and the two statements every push transaction
+// runs. Their text is fixed; what varies is bound (a push's events as arrays).
 
 /// In a snapshot taken once the tenant's row lock is held: which of the pushes' tokens still
 /// stand (their device rows share-locked until the commit, so a revocation waits for it), and
@@ -92,4 +92,69 @@ struct PushWriteStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { () }
+}
+
+/// The statement of ``HubDatabase/range(device:after:filter:excluding:maxEvents:)``, prepared
+/// once per connection: a pull is the hub's most frequent request (every long-poll makes one or
+/// two), and this is its only statement when nothing is new, so parsing and planning it once
+/// per connection, not once per pull, is most of what an empty poll costs the database.
+struct RangeStatement: PostgresPreparedStatement {
+    // $3 and $4 are RelayRange.admits in SQL (0 is `SyncPolicy.never`, 2 `.automaticSmall`, as
+    // FORMAT.md gives them; `aPullSendsWhatRelayRangeAdmits` checks the statement against it);
+    // $5 is the writer left out. The bounds are literals, so a generic plan knows them too.
+    static let sql = """
+        WITH r AS (
+        SELECT t.relay_id, t.epoch, t.head, t.chain AS head_chain, a.chain AS start_chain, e.up_to, e.up_to_chain, e.bodies
+        FROM tenants t
+        JOIN devices d ON d.tenant_id = t.id AND d.token_hash = $1
+        LEFT JOIN events a ON a.tenant_id = t.id AND a.position = least($2, t.head)
+        LEFT JOIN LATERAL (
+            SELECT max(s.position) AS up_to, (array_agg(s.chain ORDER BY s.position DESC))[1] AS up_to_chain,
+                array_agg(s.body ORDER BY s.position) FILTER (WHERE s.sent) AS bodies
+            FROM (
+                SELECT position, chain, sent, CASE WHEN sent THEN body END AS body,
+                    coalesce(sum(CASE WHEN sent THEN octet_length(body) END) OVER w, 0)
+                        - CASE WHEN sent THEN octet_length(body) ELSE 0 END AS bytes_before,
+                    count(*) FILTER (WHERE sent) OVER w - sent::int AS sent_before
+                FROM (
+                    SELECT position, chain, body,
+                        (CASE WHEN $3 THEN policy <> 0 ELSE policy = 2 AND payload_size <= $4 END)
+                        AND ($5::bytea IS NULL OR writer IS DISTINCT FROM $5::bytea) AS sent
+                    FROM events
+                    WHERE tenant_id = t.id AND position > least($2, t.head) AND position <= t.head
+                    ORDER BY position LIMIT \(HubDatabase.scanLimit)) r
+                WINDOW w AS (ORDER BY position)) s
+            WHERE s.bytes_before < \(HubDatabase.pullBytes) AND s.sent_before < $6
+        ) e ON true
+        WHERE t.id = $7),
+        progress AS (
+            UPDATE devices d SET last_seen = now(), pulled = GREATEST(d.pulled, r.up_to) FROM r
+            WHERE d.tenant_id = $7 AND d.token_hash = $1 AND r.up_to > least($2, r.head))
+        SELECT relay_id, epoch, head, head_chain, start_chain, up_to, up_to_chain, bodies FROM r
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.bytea, .int8, .bool, .int8, .bytea, .int8, .int8]
+
+    typealias Row = (ByteBuffer, ByteBuffer, Int64, ByteBuffer, ByteBuffer?, Int64?, ByteBuffer?, [ByteBuffer]?)
+
+    var tokenHash: ByteBuffer
+    var asked: Int64
+    var everySyncable: Bool
+    var maxPayload: Int64
+    var excluded: ByteBuffer?
+    var maxEvents: Int64
+    var tenant: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(tokenHash)
+        bindings.append(asked)
+        bindings.append(everySyncable)
+        bindings.append(maxPayload)
+        bindings.append(excluded)
+        bindings.append(maxEvents)
+        bindings.append(tenant)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
