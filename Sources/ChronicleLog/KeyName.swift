@@ -7,8 +7,8 @@ package struct KeyName: Hashable {
 
     package init(_ name: String) { self.name = name }
 
-    /// Equal when Swift says so (fast for the same string, and never true for different bytes
-    /// without non-ASCII ones) and their bytes are equal.
+    /// Equal when Swift calls the names equal (fast for the same string) and their bytes are
+    /// equal too (different bytes can be canonically equivalent only with non-ASCII characters).
     package static func == (lhs: KeyName, rhs: KeyName) -> Bool {
         lhs.name == rhs.name && lhs.name.utf8.elementsEqual(rhs.name.utf8)
     }
