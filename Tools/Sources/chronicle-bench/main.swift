@@ -132,14 +132,20 @@ final class Counter: Sendable {
 }
 let value8 = [UInt8](repeating: 7, count: 8)
 
-// `--profile-durable sets|raw|batch|raw-batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
-// bytes with the same durability, N `write { }` of 1,000 sets, or N raw transactions of 1,000 puts (for `strace -f -c`, `perf` or callgrind: where a durable set
+// `--profile-durable sets|raw|layout|batch|raw-batch|layout-batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
+// bytes with the same durability, N raw commits of an event's B-tree work, N `write { }` of 1,000 sets, N raw
+// transactions of 1,000 puts, or N raw transactions of 1,000 events' B-tree work (for `strace -f -c`, `perf` or callgrind: where a durable set
 // spends what the raw put does not).
 if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.contains(index + 2), let count = Int(arguments[index + 2]) {
     let profileScratch = Scratch()
     let clock = ContinuousClock()
     let start = clock.now
-    if arguments[index + 1] == "raw" {
+    if arguments[index + 1] == "layout" || arguments[index + 1] == "layout-batch" {
+        // The B-tree work of N durable sets, or of N batches of 1,000 (`EventLayoutLMDB`).
+        let layout = EventLayoutLMDB(path: profileScratch.directory("layout").path)
+        let names = (0..<(arguments[index + 1] == "layout" ? 64 : 1_000)).map { Array("bench.b\($0)".utf8) }
+        for i in 0..<count { layout.commit(arguments[index + 1] == "layout" ? [names[i % 64]] : names) }
+    } else if arguments[index + 1] == "raw" {
         let raw = RawLMDB(path: profileScratch.directory("raw").path)
         for i in 0..<count { raw.put(key(i % 64), value8) }
     } else if arguments[index + 1] == "raw-batch" {
@@ -221,9 +227,14 @@ do {
     let ours = try measure("set", count: count, warmup: 5) { i in try store.set(i, for: keys[i % 64]) }
     let limit = measure("raw put", count: count, warmup: 5) { i in raw.put(key(i % 64), value8) }
     let pair = measure("raw event+view", count: count, warmup: 5) { i in raw.put(key(i % 64), value8, alsoView: true) }
+    let layout = EventLayoutLMDB(path: scratch.directory("raw-layout").path)
+    let names = (0..<64).map { Array("bench.k\($0)".utf8) }
+    let floor = measure("raw event layout", count: count, warmup: 5) { i in layout.commit([names[i % 64]]) }
     durableSetNanoseconds = ours.nanosecondsPerOperation
     report.compare("durable set (1 event per commit)", ours, limit, peerName: "raw LMDB put", target: "≤ 1.5×")
     report.compare("durable set vs raw event+view pair", ours, pair, peerName: "raw LMDB 2 puts", target: "info")
+    report.compare("raw LMDB doing an event's B-tree work, durable", floor, limit, peerName: "raw LMDB put", target: "info: the layout's floor")
+    report.compare("durable set vs the layout's floor", ours, floor, peerName: "raw LMDB, an event's B-tree work", target: "info: the code's cost")
 
     let batchKeys = (0..<1000).map { Key<Int>("bench.batch\($0)", default: 0, sync: .automaticSmall) }
     let batches = n(30)
@@ -232,7 +243,11 @@ do {
     }
     let pairs = (0..<1000).map { (key($0), value8) }
     let rawBatch = measure("raw batch", count: batches) { _ in raw.batch(pairs) }
+    let batchNames = (0..<1000).map { Array("bench.batch\($0)".utf8) }
+    let layoutBatch = measure("raw layout batch", count: batches) { _ in layout.commit(batchNames) }
     report.compare("write { } of 1,000 sets", batch, rawBatch, peerName: "raw LMDB 1,000 puts/txn", target: "≤ 4×")
+    report.compare("raw LMDB doing 1,000 events' B-tree work in one txn", layoutBatch, rawBatch, peerName: "raw LMDB 1,000 puts/txn", target: "info: the layout's floor")
+    report.compare("write { } of 1,000 sets vs the layout's floor", batch, layoutBatch, peerName: "raw LMDB, 1,000 events' B-tree work", target: "info: the code's cost")
     // A member's batch: every event authenticated (its active key id read, a keyed hash).
     let memberKey = scratch.directory("batch-member-key").appendingPathComponent("group.key")
     try writeKeyFile(memberKey)
