@@ -23,12 +23,14 @@ extension Optional: OptionalCodable where Wrapped: Codable {
 enum ValueCoder {
     /// Whether `value` is an optional holding `nil` (which writes a remove).
     static func isNil<V>(_ value: V) -> Bool {
+        if isCommon(V.self) { return false }
         if let optional = value as? any OptionalCodable { return optional.wrappedAny == nil }
         return false
     }
 
     /// Encodes a non-nil value.
     static func encode<V: Encodable>(_ value: V, key: String) throws(ChronicleError) -> (ValueEncoding, [UInt8]) {
+        if let common = encodeCommon(value) { return common }
         var subject: Any = value
         if let optional = value as? any OptionalCodable {
             guard let wrapped = optional.wrappedAny else {
@@ -108,6 +110,25 @@ enum ValueCoder {
     }
 
     // MARK: - Primitives
+
+    /// Whether `type` is one of the types ``encodeCommon(_:)`` encodes.
+    static func isCommon<V>(_ type: V.Type) -> Bool {
+        type == Int.self || type == Bool.self || type == Double.self || type == String.self
+    }
+
+    /// The encoding of an `Int`, `Bool`, `Double` or `String` (the same bytes as
+    /// ``encodePrimitive(_:)``), `nil` for any other type. Comparing `V` with each type is a
+    /// pointer comparison, where a cast of an unspecialized generic value (`as?`) asks the
+    /// runtime: about 1,800 instructions a write, 4% of a set in a batch.
+    static func encodeCommon<V>(_ value: V) -> (ValueEncoding, [UInt8])? {
+        // Each read below reinterprets `value` as the type `V` was just found to be: the same type.
+        func read<T>(_: T.Type) -> T { withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: T.self) } }
+        if V.self == Int.self { return (.int, Int64(read(Int.self)).bigEndianBytes) }
+        if V.self == Bool.self { return (.bool, [read(Bool.self) ? 1 : 0]) }
+        if V.self == Double.self { return (.double, read(Double.self).bitPattern.bigEndianBytes) }
+        if V.self == String.self { return (.string, Array(read(String.self).utf8)) }
+        return nil
+    }
 
     static func encodePrimitive(_ value: Any) -> (ValueEncoding, [UInt8])? {
         switch value {
