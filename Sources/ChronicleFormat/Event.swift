@@ -64,7 +64,7 @@ package struct Event: Sendable, Equatable {
     }
 
     /// The dot: `origin ‖ counter`, as stored in the `dots` database.
-    package var dot: [UInt8] { origin.bytes + counter.bigEndianBytes }
+    package var dot: [UInt8] { origin.bytes.appendingBigEndian(counter) }
 
     /// The event's place in the last-writer-wins order.
     package var order: ConflictOrder { ConflictOrder(hlc: hlc, origin: origin, counter: counter) }
@@ -264,7 +264,7 @@ package struct OpaqueEvent: Sendable, Equatable {
         self.reason = reason
     }
 
-    package var dot: [UInt8] { origin.bytes + counter.bigEndianBytes }
+    package var dot: [UInt8] { origin.bytes.appendingBigEndian(counter) }
 }
 
 extension OpaqueEvent {

@@ -14,3 +14,16 @@ extension FixedWidthInteger {
         self = value
     }
 }
+
+extension Array where Element == UInt8 {
+    /// These bytes followed by `value`'s big-endian bytes, in one allocation: a key made for
+    /// every event written (`bytes + value.bigEndianBytes` makes three).
+    @inlinable package func appendingBigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count + MemoryLayout<T>.size) { buffer, initialized in
+            let bytes = UnsafeMutableRawBufferPointer(buffer)
+            self.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            bytes.storeBytes(of: value.bigEndian, toByteOffset: count, as: T.self)
+            initialized = count + MemoryLayout<T>.size
+        }
+    }
+}

@@ -75,7 +75,7 @@ package struct ViewEntry: Sendable, Equatable {
     }
 
     package func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 56 + payload.count)
+        var writer = ByteWriter(capacity: 65 + payload.count)
         writer.u8(Self.version)
         writer.u64(hlc.rawValue)
         writer.raw(origin.bytes)

@@ -138,16 +138,21 @@ extension EventLog {
             // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
             // since the committer wipes the originals as soon as their transaction is over.
             var queued = changes
-            var visible = changes
             var tickets: [UInt64] = []
+            tickets.reserveCapacity(queued.count)
             for index in queued.indices {
                 pending.lastTicket += 1
                 tickets.append(pending.lastTicket)
                 queued[index].ticket = pending.lastTicket
-                visible[index].ticket = pending.lastTicket
-                if queued[index].sealer != nil { visible[index].payload = queued[index].payload.withUnsafeBufferPointer { Array($0) } }
+            }
+            // The same array unless a change is sealed (no copy of every change for nothing).
+            var visible = queued
+            for index in visible.indices where visible[index].sealer != nil {
+                visible[index].payload = queued[index].payload.withUnsafeBufferPointer { Array($0) }
+            }
+            for index in visible.indices {
                 pending.entries[PendingWrites.Key(domain: visible[index].domain, name: visible[index].key)] = PendingWrites.Entry(
-                    ticket: pending.lastTicket, change: visible[index])
+                    ticket: tickets[index], change: visible[index])
             }
             pendingCount.add(changes.count, ordering: .releasing)
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
@@ -206,14 +211,18 @@ extension EventLog {
     private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failure: ChronicleError?, report: Bool = false) {
         var forgotten = pending.withLock { pending -> [PendingChange] in
             var forgotten: [PendingChange] = []
-            for (change, ticket) in zip(changes, tickets) {
-                let key = PendingWrites.Key(domain: change.domain, name: change.key)
-                if pending.entries[key]?.ticket == ticket, let entry = pending.entries.removeValue(forKey: key) { forgotten.append(entry.change) }
+            for (index, ticket) in zip(changes.indices, tickets) {
+                // One lookup: the entry's place, then its ticket there.
+                guard let place = pending.entries.index(forKey: PendingWrites.Key(domain: changes[index].domain, name: changes[index].key)),
+                    pending.entries[place].value.ticket == ticket
+                else { continue }
+                let change = pending.entries.remove(at: place).value.change
+                if change.sealer != nil { forgotten.append(change) }
             }
             return forgotten
         }
         // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
-        for index in forgotten.indices where forgotten[index].sealer != nil { Sodium.wipe(&forgotten[index].payload) }
+        for index in forgotten.indices { Sodium.wipe(&forgotten[index].payload) }
         if failure != nil { observers.publishReset() }
         if let failure, report {
             logger.error(
