@@ -15,7 +15,7 @@ package import ChronicleLMDB
 package enum CompactedIdentities {
     package static let tag: UInt8 = 0x52
 
-    package static func key(origin: ReplicaID, last: UInt64) -> [UInt8] { [tag] + origin.bytes + last.bigEndianBytes }
+    package static func key(origin: ReplicaID, last: UInt64) -> [UInt8] { ([tag] + origin.bytes).appendingBigEndian(last) }
 
     /// Whether `origin:counter` lies in a range of compacted identities: one cursor seek.
     package static func contains(origin: ReplicaID, counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
@@ -25,6 +25,21 @@ package enum CompactedIdentities {
             guard key.count == 25, key[0] == tag, key[1..<17].elementsEqual(originBytes), value.count == 8 else { return false }
             let first = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
             found = first <= counter
+            return false
+        }
+        return found
+    }
+
+    /// The smallest counter above `counter` of `origin` that lies in a range of compacted
+    /// identities, or `nil`: one cursor seek.
+    package static func next(origin: ReplicaID, after counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> UInt64? {
+        guard counter < .max else { return nil }
+        var found: UInt64?
+        let originBytes = origin.bytes
+        try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: counter + 1)) { key, value in
+            guard key.count == 25, key[0] == tag, key[1..<17].elementsEqual(originBytes), value.count == 8 else { return false }
+            // The first range of `origin` that ends at or after `counter + 1` (ranges do not overlap).
+            found = max(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self)), counter + 1)
             return false
         }
         return found
