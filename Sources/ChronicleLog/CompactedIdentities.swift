@@ -19,28 +19,43 @@ package enum CompactedIdentities {
 
     /// Whether `origin:counter` lies in a range of compacted identities: one cursor seek.
     package static func contains(origin: ReplicaID, counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
-        var found = false
-        let originBytes = origin.bytes
-        try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: counter)) { key, value in
-            guard key.count == 25, key[0] == tag, key[1..<17].elementsEqual(originBytes), value.count == 8 else { return false }
-            let first = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
-            found = first <= counter
-            return false
-        }
-        return found
+        guard let range = try firstRange(of: origin, endingAtOrAfter: counter, txn, dbs) else { return false }
+        return range.lowerBound <= counter
     }
 
-    /// The smallest counter above `counter` of `origin` that lies in a range of compacted
-    /// identities, or `nil`: one cursor seek.
-    package static func next(origin: ReplicaID, after counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> UInt64? {
-        guard counter < .max else { return nil }
-        var found: UInt64?
-        let originBytes = origin.bytes
-        try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: counter + 1)) { key, value in
-            guard key.count == 25, key[0] == tag, key[1..<17].elementsEqual(originBytes), value.count == 8 else { return false }
-            // The first range of `origin` that ends at or after `counter + 1` (ranges do not overlap).
-            found = max(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self)), counter + 1)
-            return false
+    /// The counters above `counter` of the first range of `origin` that holds any, or `nil`.
+    package static func next(origin: ReplicaID, after counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> ClosedRange<UInt64>? {
+        guard counter < .max, let range = try firstRange(of: origin, endingAtOrAfter: counter + 1, txn, dbs) else { return nil }
+        return max(range.lowerBound, counter + 1)...range.upperBound
+    }
+
+    /// How many other keys under a range key's 17 bytes a lookup passes over. An identity row
+    /// of an origin that begins with `R` and the looked-up origin's first 15 bytes has them too
+    /// when that origin's 16th byte is 0, and sorts among its ranges: a few are passed over; past
+    /// the bound (rows someone planted) the answer is "no range", so a lookup never walks them all.
+    static let maxKeysPassedOver = 64
+
+    /// The first well-formed range of `origin` (ranges do not overlap) whose last counter is
+    /// `counter` or more. A row that is not one (another length, a value that is not 8 bytes, a
+    /// first counter past the last: a damaged file) is passed over, as ``parse(key:value:)`` drops it.
+    static func firstRange(
+        of origin: ReplicaID, endingAtOrAfter counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases
+    ) throws -> ClosedRange<UInt64>? {
+        var found: ClosedRange<UInt64>?
+        var passed = 0
+        let prefix = [tag] + origin.bytes
+        try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: counter)) { key, value in
+            guard key.count >= 17, key[0..<17].elementsEqual(prefix) else { return false }
+            if key.count == 25, value.count == 8 {
+                let last = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
+                let first = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
+                if first <= last {
+                    found = first...last
+                    return false
+                }
+            }
+            passed += 1
+            return passed < maxKeysPassedOver
         }
         return found
     }

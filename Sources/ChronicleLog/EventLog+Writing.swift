@@ -48,7 +48,7 @@ extension EventLog {
     @discardableResult
     package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
         let (committed, counter) = try withHead { txn, head in
-            var counter = writerCounter.withLock { $0 }
+            var counter = LocalCounter(last: writerCounter.withLock { $0 })
             try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
             var changes: [PendingChange] = []
             for domain in domains {
@@ -58,7 +58,7 @@ extension EventLog {
             }
             let out = try applyLocal(changes, txn, &head, &counter)
             Self.wipePlaintexts(changes)  // this attempt's plaintexts (a retry opens them again)
-            return (out, counter)
+            return (out, counter.last)
         }
         writerCounter.withLock { $0 = counter }
         if !committed.isEmpty { observers.publish(committed) }
@@ -72,11 +72,12 @@ extension EventLog {
         let results: [Result<[CommittedEvent], any Error>]
         do {
             let (committed, counter, promoted) = try withHead { txn, head in
-                var counter = writerCounter.withLock { $0 }
+                // One counter through every group: the taken ones are looked up once a transaction.
+                var counter = LocalCounter(last: writerCounter.withLock { $0 })
                 let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
-                return (out, counter, promoted)
+                return (out, counter.last, promoted)
             }
             writerCounter.withLock { $0 = counter }
             if !promoted.promoted.isEmpty {
@@ -90,9 +91,9 @@ extension EventLog {
                 Result {
                     if changes.isEmpty { return [] }  // a flush's marker
                     let (out, counter) = try withHead { txn, head in
-                        var counter = writerCounter.withLock { $0 }
+                        var counter = LocalCounter(last: writerCounter.withLock { $0 })
                         let out = try applyLocal(changes, txn, &head, &counter)
-                        return (out, counter)
+                        return (out, counter.last)
                     }
                     writerCounter.withLock { $0 = counter }
                     return out
@@ -117,20 +118,15 @@ extension EventLog {
     }
 
     private func applyLocal(
-        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout UInt64
+        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout LocalCounter
     ) throws -> [CommittedEvent] {
-        if counter == 0, !changes.isEmpty {
+        if counter.last == 0, !changes.isEmpty {
             // The first event of this writer: record the writer (and when it was drawn) in `meta`.
             try txn.put(dbs.meta, key: MetaKey.writer(writer), value: UnixMilliseconds.now().bigEndianBytes)
         }
         var committed: [CommittedEvent] = []
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
-        // Only this opening writes as `writer`, but another process may have imported a
-        // carrier's event under one of its identities, or compaction kept one as a range: the
-        // next such counter, looked up once here and again only past it, is skipped rather than
-        // refused (two seeks a transaction, where a lookup per event cost 10% of a batch).
-        var taken = changes.isEmpty ? nil : try nextTakenCounter(after: counter, txn)
         for change in changes {
             if change.expectedOrder != nil || change.expectedTicket != nil {
                 var current: ConflictOrder?
@@ -142,15 +138,7 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
-            guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
-            counter += 1
-            while let next = taken, next <= counter {
-                if next == counter {
-                    guard counter < Event.maxCounter else { throw ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store") }
-                    counter += 1
-                }
-                taken = try nextTakenCounter(after: next, txn)
-            }
+            let counter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
                 hlc = stamp  // an import or a rename: its own time, which moves no clock
@@ -174,25 +162,61 @@ extension EventLog {
         return committed
     }
 
-    /// The smallest counter of this opening's writer above `counter` that `dots` holds (an
-    /// event's row, or a range of compacted identities), or `nil`.
-    private func nextTakenCounter(after counter: UInt64, _ txn: borrowing Transaction) throws -> UInt64? {
+    /// This opening's writer's counter through one write transaction: the last one used, and the
+    /// next span of its counters that `dots` already holds.
+    ///
+    /// Only this opening writes as `writer`, but another process sharing the file may have
+    /// imported a carrier's events under the writer's next identities (rows), and compacted some
+    /// (ranges): a local write skips them rather than fail or take an identity that is someone
+    /// else's. The span is looked up once a transaction and again only past it (two seeks,
+    /// where a lookup per event cost 17% of a batch), and a span is skipped whole.
+    struct LocalCounter {
+        var last: UInt64
+        var taken: ClosedRange<UInt64>?
+        var looked = false
+    }
+
+    /// The counter of the next local event.
+    /// - Throws: `storeUnavailable` when the counters up to 2^48 are spent (or taken).
+    func nextCounter(_ counter: inout LocalCounter, _ txn: borrowing Transaction) throws -> UInt64 {
+        let spent = ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store")
+        if !counter.looked {
+            counter.taken = try nextTaken(after: counter.last, txn)
+            counter.looked = true
+        }
+        guard counter.last < Event.maxCounter else { throw spent }
+        counter.last += 1
+        while let span = counter.taken, span.lowerBound <= counter.last {
+            if counter.last <= span.upperBound {
+                guard span.upperBound < Event.maxCounter else { throw spent }
+                counter.last = span.upperBound + 1
+            }
+            counter.taken = try nextTaken(after: counter.last - 1, txn)
+        }
+        return counter.last
+    }
+
+    /// The lowest span of this opening's writer's counters above `counter` that `dots` holds,
+    /// from the first key under the writer's 16 bytes and the first compacted range; `nil` when
+    /// neither is there. Each is one seek, whatever the file holds.
+    private func nextTaken(after counter: UInt64, _ txn: borrowing Transaction) throws -> ClosedRange<UInt64>? {
         guard counter < .max else { return nil }
         var row: UInt64?
         let origin = writer.bytes
         try txn.scanInPlace(dbs.dots, from: origin.appendingBigEndian(counter + 1)) { key, _ in
-            // Keys of other kinds may sort among the writer's rows (an `R` or `O` key whose bytes
-            // begin like its id): passed over while the prefix is the writer's.
-            guard key.count >= 16, key[0..<16].elementsEqual(origin) else { return false }
-            guard key.count == 24 else { return true }
+            // Keys sort by their bytes, so the first key from here under the writer's 16 bytes
+            // has a counter field no greater than its next row's. A key of another kind whose
+            // bytes begin like the writer's id (an `R` or `O` key) then costs a free counter,
+            // never a walk over every such key; a key too short to hold one is a damaged file
+            // (the insert of a taken identity then fails with an error).
+            guard key.count >= 24, key[0..<16].elementsEqual(origin) else { return false }
             row = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
             return false
         }
         let range = try CompactedIdentities.next(origin: writer, after: counter, txn, dbs)
-        switch (row, range) {
-        case let (row?, range?): return min(row, range)
-        case let (row, range): return row ?? range
-        }
+        guard let row else { return range }
+        guard let range, range.lowerBound <= row else { return row...row }
+        return range
     }
 
     /// Runs `body` in one write transaction with the log head, then writes the head (and its MAC)

@@ -3,6 +3,7 @@
 import ChronicleLMDB
 import ChronicleTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// The counters a store's own writer gives its events: only this opening writes as its writer,
@@ -71,8 +72,10 @@ struct WriterCounterTests {
     }
 
     /// A key of another kind (an `R` or `O` row) can begin with the writer's bytes when the writer
-    /// id begins with its tag: it is passed over, not taken for the end of the writer's rows.
-    @Test func aKeyOfAnotherKindAmongTheWritersRowsHidesNoTakenCounter() throws {
+    /// id begins with its tag. It is never taken for the end of the writer's rows (a taken counter
+    /// behind it is still skipped), and it costs at most the counter its bytes spell, never a walk
+    /// over every such key.
+    @Test func keysOfAnotherKindUnderTheWritersBytesHideNoTakenCounter() throws {
         try withTemporaryStore { store, _ in
             let key = Key<Int>("counter.among", default: 0, sync: .automaticSmall)
             try store.set(1, for: key)
@@ -81,13 +84,72 @@ struct WriterCounterTests {
             try eventLog.environment.write { txn in
                 // 25 bytes, sorting between the writer's rows for counters 2 and 3.
                 try txn.put(eventLog.dbs.dots, key: writer.bytes.appendingBigEndian(UInt64(2)) + [0], value: UInt64(1).bigEndianBytes)
+                // Many more whose counter fields lie past every counter a writer can reach.
+                for index in 0..<2_000 {
+                    try txn.put(eventLog.dbs.dots, key: writer.bytes + [1] + UInt64(index).bigEndianBytes, value: UInt64(1).bigEndianBytes)
+                }
             }
             try take([3], ranges: [], of: writer, in: store)
             try store.write { batch in
                 batch[key] = 2
                 batch[Key<Int>("counter.other", default: 0, sync: .automaticSmall)] = 3
             }
-            #expect(try counters(of: writer, in: store) == [1, 2, 4])
+            #expect(try counters(of: writer, in: store) == [1, 4, 5])
+        }
+    }
+
+    /// Queued changes commit as several groups of one transaction: the counter and the taken
+    /// span go from one group to the next.
+    @Test func theGroupsOfOneTransactionShareTheSkips() throws {
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("counter.groups", default: 0, sync: .automaticSmall)
+            try store.set(1, for: key)
+            let writer = try #require(try store.replicaInfo().writer)
+            try take([3, 5], ranges: [7...8], of: writer, in: store)
+            func change(_ value: Int) -> PendingChange {
+                PendingChange(domain: .defaults, key: key.name, policy: .automaticSmall, op: .set, encoding: ValueEncoding.int.rawValue, payload: Int64(value).bigEndianBytes)
+            }
+            let results = try store.eventLog.commitGroup([[change(2)], [change(3), change(4)], [], [change(5)]])
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(try counters(of: writer, in: store) == [1, 2, 4, 6, 9])
+            #expect(store[key] == 5)
+        }
+    }
+
+    /// A row next to a range, and a row inside one: skipped as one span.
+    @Test func aRowBesideARangeAndARowInsideOneAreSkipped() throws {
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("counter.beside", default: 0, sync: .automaticSmall)
+            try store.set(1, for: key)
+            let writer = try #require(try store.replicaInfo().writer)
+            try take([2, 6], ranges: [3...7], of: writer, in: store)
+            try store.write { batch in batch[key] = 2 }
+            #expect(try counters(of: writer, in: store) == [1, 8])
+        }
+    }
+
+    /// The last counter a writer may use is 2^48. A range reaching it ends the writer's counters
+    /// with an error at once (not a walk of 2^48 steps), and so does the counter after the last.
+    @Test func countersEndAtTwoToTheFortyEighthWithAnError() throws {
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("counter.end", default: 0, sync: .automaticSmall)
+            try store.set(1, for: key)
+            let writer = try #require(try store.replicaInfo().writer)
+            let eventLog = try store.eventLog
+            eventLog.writerCounter.withLock { $0 = Event.maxCounter - 1 }
+            try store.set(2, for: key)
+            #expect(try counters(of: writer, in: store).last == Event.maxCounter)
+            #expect(throws: ChronicleError.self) { try store.set(3, for: key) }
+            try withTemporaryStore { other, _ in
+                try other.set(1, for: key)
+                let otherWriter = try #require(try other.replicaInfo().writer)
+                try take([], ranges: [5...Event.maxCounter], of: otherWriter, in: other)
+                try other.set(2, for: key)  // 2
+                try other.write { batch in batch[key] = 3; batch[Key<Int>("counter.end.other", default: 0, sync: .automaticSmall)] = 4 }  // 3, 4
+                #expect(throws: ChronicleError.self) { try other.set(5, for: key) }
+                #expect(try counters(of: otherWriter, in: other) == [1, 2, 3, 4])
+                #expect(other[key] == 3)
+            }
         }
     }
 }
