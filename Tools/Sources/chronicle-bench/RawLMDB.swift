@@ -1,6 +1,29 @@
 import CBenchLMDB
 import Foundation
 
+/// An environment at `path` as the store opens its own (`MDB_NOTLS`, a 4 GiB map, 0600).
+private func openEnvironment(_ path: String, databases: Int) -> OpaquePointer? {
+    var env: OpaquePointer?
+    mdb_env_create(&env)
+    mdb_env_set_maxdbs(env, MDB_dbi(databases))
+    mdb_env_set_mapsize(env, 4 << 30)
+    mdb_env_open(env, path, UInt32(MDB_NOTLS), 0o600)
+    return env
+}
+
+/// Stores `value` under `key` in `dbi`, through LMDB's C API.
+private func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8], flags: Int32 = 0) {
+    var key = key
+    var value = value
+    key.withUnsafeMutableBytes { k in
+        value.withUnsafeMutableBytes { v in
+            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+            var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+            _ = mdb_put(txn, dbi, &kv, &vv, UInt32(flags))
+        }
+    }
+}
+
 /// Raw LMDB through its C API: the physical limit the store is compared with.
 final class RawLMDB {
     var env: OpaquePointer?
@@ -9,10 +32,7 @@ final class RawLMDB {
     var reader: OpaquePointer?
 
     init(path: String) {
-        mdb_env_create(&env)
-        mdb_env_set_maxdbs(env, 4)
-        mdb_env_set_mapsize(env, 4 << 30)
-        mdb_env_open(env, path, UInt32(MDB_NOTLS), 0o600)
+        env = openEnvironment(path, databases: 4)
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         mdb_dbi_open(txn, "kv", UInt32(MDB_CREATE), &dbi)
@@ -29,8 +49,8 @@ final class RawLMDB {
     func put(_ key: [UInt8], _ value: [UInt8], alsoView: Bool = false) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
-        put(txn, dbi, key, value)
-        if alsoView { put(txn, view, key, value) }
+        rawPut(txn, dbi, key, value)
+        if alsoView { rawPut(txn, view, key, value) }
         mdb_txn_commit(txn)
     }
 
@@ -38,20 +58,8 @@ final class RawLMDB {
     func batch(_ pairs: [([UInt8], [UInt8])]) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
-        for (key, value) in pairs { put(txn, dbi, key, value) }
+        for (key, value) in pairs { rawPut(txn, dbi, key, value) }
         mdb_txn_commit(txn)
-    }
-
-    private func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) {
-        var key = key
-        var value = value
-        key.withUnsafeMutableBytes { k in
-            value.withUnsafeMutableBytes { v in
-                var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-                var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                _ = mdb_put(txn, dbi, &kv, &vv, 0)
-            }
-        }
     }
 
     /// A point read with a reused (reset/renewed) read transaction, copying the value out.
@@ -88,10 +96,7 @@ final class EventLayoutLMDB {
     private let chain = [UInt8](repeating: 3, count: 32)
 
     init(path: String) {
-        mdb_env_create(&env)
-        mdb_env_set_maxdbs(env, 16)
-        mdb_env_set_mapsize(env, 4 << 30)
-        mdb_env_open(env, path, UInt32(MDB_NOTLS), 0o600)
+        env = openEnvironment(path, databases: 16)
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         mdb_dbi_open(txn, "events", UInt32(MDB_CREATE), &events)
@@ -117,34 +122,22 @@ final class EventLayoutLMDB {
             let dot = writer + position
             _ = get(txn, dots, dot)  // the counter is not another process's
             _ = get(txn, dots, [0x52] + writer + position)  // nor a compacted identity's
-            put(txn, events, position, record, flags: MDB_APPEND)
-            put(txn, dots, dot, position, flags: MDB_NOOVERWRITE)
+            rawPut(txn, events, position, record, flags: MDB_APPEND)
+            rawPut(txn, dots, dot, position, flags: MDB_NOOVERWRITE)
             let historyKey = [0, UInt8(name.count)] + name
-            if let last = get(txn, latest, historyKey) { put(txn, previous, position, last, flags: MDB_APPEND) }
-            put(txn, latest, historyKey, position)
+            if let last = get(txn, latest, historyKey) { rawPut(txn, previous, position, last, flags: MDB_APPEND) }
+            rawPut(txn, latest, historyKey, position)
             _ = get(txn, view, name)
-            put(txn, view, name, entry)
+            rawPut(txn, view, name, entry)
         }
-        put(txn, meta, Array("seq".utf8), bigEndian(sequence))
-        put(txn, meta, Array("counter".utf8), bigEndian(0))
-        put(txn, meta, Array("hlc".utf8), bigEndian(sequence))
-        put(txn, meta, Array("chain".utf8), chain)
+        rawPut(txn, meta, Array("seq".utf8), bigEndian(sequence))
+        rawPut(txn, meta, Array("counter".utf8), bigEndian(0))
+        rawPut(txn, meta, Array("hlc".utf8), bigEndian(sequence))
+        rawPut(txn, meta, Array("chain".utf8), chain)
         mdb_txn_commit(txn)
     }
 
     private func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
-
-    private func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8], flags: Int32 = 0) {
-        var key = key
-        var value = value
-        key.withUnsafeMutableBytes { k in
-            value.withUnsafeMutableBytes { v in
-                var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-                var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                _ = mdb_put(txn, dbi, &kv, &vv, UInt32(flags))
-            }
-        }
-    }
 
     private func get(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8]) -> [UInt8]? {
         var key = key
