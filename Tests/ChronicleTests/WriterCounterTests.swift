@@ -30,6 +30,15 @@ struct WriterCounterTests {
         }
     }
 
+    /// A store whose writer has written counter 1 (a set of `counter.<name>`), with that key and writer.
+    func withWriter(_ name: String, _ body: (Store, Key<Int>, ReplicaID) throws -> Void) throws {
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("counter.\(name)", default: 0, sync: .automaticSmall)
+            try store.set(1, for: key)
+            try body(store, key, try #require(try store.replicaInfo().writer))
+        }
+    }
+
     @Test func aBatchSkipsTheCountersOthersTook() throws {
         try withTemporaryStore { store, _ in
             let keys = (0..<8).map { Key<Int>("counter.\($0)", default: 0, sync: .automaticSmall) }
@@ -76,10 +85,7 @@ struct WriterCounterTests {
     /// behind it is still skipped), and it costs at most the counter its bytes spell, never a walk
     /// over every such key.
     @Test func keysOfAnotherKindUnderTheWritersBytesHideNoTakenCounter() throws {
-        try withTemporaryStore { store, _ in
-            let key = Key<Int>("counter.among", default: 0, sync: .automaticSmall)
-            try store.set(1, for: key)
-            let writer = try #require(try store.replicaInfo().writer)
+        try withWriter("among") { store, key, writer in
             let eventLog = try store.eventLog
             try eventLog.environment.write { txn in
                 // 25 bytes, sorting between the writer's rows for counters 2 and 3.
@@ -101,10 +107,7 @@ struct WriterCounterTests {
     /// Queued changes commit as several groups of one transaction: the counter and the taken
     /// span go from one group to the next.
     @Test func theGroupsOfOneTransactionShareTheSkips() throws {
-        try withTemporaryStore { store, _ in
-            let key = Key<Int>("counter.groups", default: 0, sync: .automaticSmall)
-            try store.set(1, for: key)
-            let writer = try #require(try store.replicaInfo().writer)
+        try withWriter("groups") { store, key, writer in
             try take([3, 5], ranges: [7...8], of: writer, in: store)
             func change(_ value: Int) -> PendingChange {
                 PendingChange(domain: .defaults, key: key.name, policy: .automaticSmall, op: .set, encoding: ValueEncoding.int.rawValue, payload: Int64(value).bigEndianBytes)
@@ -118,10 +121,7 @@ struct WriterCounterTests {
 
     /// A row next to a range, and a row inside one: skipped as one span.
     @Test func aRowBesideARangeAndARowInsideOneAreSkipped() throws {
-        try withTemporaryStore { store, _ in
-            let key = Key<Int>("counter.beside", default: 0, sync: .automaticSmall)
-            try store.set(1, for: key)
-            let writer = try #require(try store.replicaInfo().writer)
+        try withWriter("beside") { store, key, writer in
             try take([2, 6], ranges: [3...7], of: writer, in: store)
             try store.write { batch in batch[key] = 2 }
             #expect(try counters(of: writer, in: store) == [1, 8])
@@ -131,10 +131,7 @@ struct WriterCounterTests {
     /// The last counter a writer may use is 2^48. A range reaching it ends the writer's counters
     /// with an error at once (not a walk of 2^48 steps), and so does the counter after the last.
     @Test func countersEndAtTwoToTheFortyEighthWithAnError() throws {
-        try withTemporaryStore { store, _ in
-            let key = Key<Int>("counter.end", default: 0, sync: .automaticSmall)
-            try store.set(1, for: key)
-            let writer = try #require(try store.replicaInfo().writer)
+        try withWriter("end") { store, key, writer in
             let eventLog = try store.eventLog
             eventLog.writerCounter.withLock { $0 = Event.maxCounter - 1 }
             try store.set(2, for: key)
