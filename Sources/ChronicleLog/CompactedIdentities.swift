@@ -17,7 +17,8 @@ package enum CompactedIdentities {
 
     package static func key(origin: ReplicaID, last: UInt64) -> [UInt8] { ([tag] + origin.bytes).appendingBigEndian(last) }
 
-    /// Whether `origin:counter` lies in a range of compacted identities: one cursor seek.
+    /// Whether `origin:counter` lies in a range of compacted identities: one cursor seek (and
+    /// at most ``maxKeysPassedOver`` steps past other keys).
     package static func contains(origin: ReplicaID, counter: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
         guard let range = try firstRange(of: origin, endingAtOrAfter: counter, txn, dbs) else { return false }
         return range.lowerBound <= counter
@@ -33,6 +34,10 @@ package enum CompactedIdentities {
     /// of an origin that begins with `R` and the looked-up origin's first 15 bytes has them too
     /// when that origin's 16th byte is 0, and sorts among its ranges: a few are passed over; past
     /// the bound (rows someone planted) the answer is "no range", so a lookup never walks them all.
+    /// That answer fails open, on purpose: an import may take back a compacted event (it loses to
+    /// what compaction kept), and a local write of a writer whose id ends in 0 may take an
+    /// identity a forger claimed and compacted (the forger could claim it elsewhere anyway);
+    /// failing closed would let the same rows stop every import of the origin or every local write.
     static let maxKeysPassedOver = 64
 
     /// The first well-formed range of `origin` (ranges do not overlap) whose last counter is

@@ -56,11 +56,11 @@ extension EventLog {
                     if let change = try rewrite(domain, name, entry) { changes.append(change) }
                 }
             }
+            defer { Self.wipePlaintexts(changes) }  // this attempt's plaintexts, also on a throw (a retry opens them again)
             let out = try applyLocal(changes, txn, &head, &counter)
-            Self.wipePlaintexts(changes)  // this attempt's plaintexts (a retry opens them again)
             return (out, counter.last)
         }
-        writerCounter.withLock { $0 = counter }
+        writerCounter.withLock { $0 = max($0, counter) }
         if !committed.isEmpty { observers.publish(committed) }
         return committed.count
     }
@@ -79,7 +79,7 @@ extension EventLog {
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
                 return (out, counter.last, promoted)
             }
-            writerCounter.withLock { $0 = counter }
+            writerCounter.withLock { $0 = max($0, counter) }
             if !promoted.promoted.isEmpty {
                 observers.publish(promoted.promoted)
                 schedulePromotion(at: promoted.nextDue)
@@ -95,7 +95,7 @@ extension EventLog {
                         let out = try applyLocal(changes, txn, &head, &counter)
                         return (out, counter.last)
                     }
-                    writerCounter.withLock { $0 = counter }
+                    writerCounter.withLock { $0 = max($0, counter) }
                     return out
                 }
             }
@@ -198,7 +198,8 @@ extension EventLog {
 
     /// The lowest span of this opening's writer's counters above `counter` that `dots` holds,
     /// from the first key under the writer's 16 bytes and the first compacted range; `nil` when
-    /// neither is there. Each is one seek, whatever the file holds.
+    /// neither is there. The row is one seek whatever the file holds; the range one seek and at
+    /// most ``CompactedIdentities/maxKeysPassedOver`` steps.
     private func nextTaken(after counter: UInt64, _ txn: borrowing Transaction) throws -> ClosedRange<UInt64>? {
         guard counter < .max else { return nil }
         var row: UInt64?

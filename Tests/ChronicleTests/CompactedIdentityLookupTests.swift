@@ -27,7 +27,8 @@ struct CompactedIdentityLookupTests {
         try withDots { eventLog in
             let (origin, shadow) = try origins()
             try eventLog.environment.write { txn throws in
-                // Rows of `shadow` at counters 3 and 4 sort between `R‖origin‖599` and `R‖origin‖1000`.
+                // The row of `shadow` at counter 3 sorts like a range ending at 768..1023: between
+                // the seek key `R‖origin‖599` and `R‖origin‖1000`. Counter 4's sorts after both.
                 for counter in [UInt64(3), 4] { try txn.put(eventLog.dbs.dots, key: shadow.bytes.appendingBigEndian(counter), value: UInt64(1).bigEndianBytes) }
                 try txn.put(eventLog.dbs.dots, key: CompactedIdentities.key(origin: origin, last: 1_000), value: UInt64(600).bigEndianBytes)
             }
