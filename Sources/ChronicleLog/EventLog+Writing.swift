@@ -138,7 +138,7 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
-            let counter = try nextCounter(&counter, txn)
+            let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
                 hlc = stamp  // an import or a rename: its own time, which moves no clock
@@ -147,7 +147,7 @@ extension EventLog {
                 hlc = head.hlc
             }
             var event = Event(
-                origin: writer, counter: counter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
+                origin: writer, counter: eventCounter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
             if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
             if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
