@@ -200,6 +200,36 @@ import Glibc
         }
     }
 
+    /// The hub runs a channel's handler as soon as it is added, on its own queue: a queued change
+    /// published before the channel opened can reach it between the handler's addition and the
+    /// first subscription. The channel then knew the change's ticket before its first read, took
+    /// it for committed, and the next foreign event (the drift guard's promotion in the change's
+    /// own commit) passed for news: `["local", "from the future", "local", "end"]` in about one
+    /// full suite run in ten. Here the handler's delivery is made by hand in that window.
+    @Test func aQueuedChangeHeardBeforeTheFirstSubscriptionStaysOutstanding() async throws {
+        try await withTemporaryStore { store, _ in
+            let eventLog = try store.eventLog
+            let hold = Self.holdWriteLock(eventLog)
+            store[.note] = "local"
+            let queued = try #require(eventLog.pending.withLock { $0.entries[PendingWrites.Key(domain: .defaults, name: Keys.note.name)]?.change })
+            let channel = KeyChannel(store: store, key: Keys.note)
+            channel.deliver(pending: queued)  // the hub, before anyone subscribed
+            let (stream, continuation) = AsyncStream<String>.makeStream()
+            _ = channel.subscribe(continuation)
+            // Another writer's event, later on the clock than anything read so far.
+            let foreign = Event(
+                origin: .random(), counter: 1, replica: .random(), hlc: HLC(rawValue: (UnixMilliseconds.now() + 60_000) << 16), domain: .defaults,
+                op: .set, policy: .manual, encoding: ValueEncoding.string.rawValue, sealed: false, key: Keys.note.name, payload: Array("from the future".utf8))
+            channel.deliver([CommittedEvent(sequence: 2, event: foreign, isWinner: true)])
+            continuation.finish()
+            hold.release.signal()
+            hold.done.wait()
+            var heard: [String] = []
+            for await value in stream { heard.append(value) }
+            #expect(heard == ["local"], "the queued change was taken for committed")
+        }
+    }
+
     /// The fix above (9722721) reads a queued change's ticket at subscription and counts it as
     /// outstanding until its commit is heard (fixed again in 832bd64). But a change's commit is published (to the
     /// handlers present then) before its completion settles it: an observer that subscribes in

@@ -41,6 +41,14 @@ final class KeyChannel<K: ValueKey>: Sendable {
         /// The greatest ticket among this key's committed events: below `lastTicket`, a local
         /// change is visible and not yet committed.
         var lastCommittedTicket: UInt64 = 0
+
+        /// Records that the local change `ticket`, read as queued (its commit not published
+        /// yet), is visible and not committed, whatever this channel heard of it before.
+        mutating func markOutstanding(_ ticket: UInt64) {
+            guard ticket > 0 else { return }  // tickets start at 1; 0 is no change
+            lastTicket = max(lastTicket, ticket)
+            lastCommittedTicket = min(lastCommittedTicket, ticket - 1)
+        }
     }
 
     private let store: Store
@@ -62,9 +70,10 @@ final class KeyChannel<K: ValueKey>: Sendable {
                 state.last = fingerprint
                 state.lastValue = value  // a re-read that encodes the same value differently is no news
                 if case let .some(order) = order { state.lastOrder = order }
-                // A queued local change this channel never heard (queued before it opened) is
-                // outstanding: what commits under it is not news, as for a change it heard.
-                if let ticket, ticket > state.lastTicket { state.lastTicket = ticket }
+                // A queued local change read here is outstanding, whether this channel heard it
+                // (the hub may hand it over between the channel's opening and this read) or not
+                // (queued before it opened): what commits under it is not news.
+                if let ticket { state.markOutstanding(ticket) }
                 continuation.yield(value)
             } else {
                 continuation.yield(key.defaultValue)
@@ -94,7 +103,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
             // Assigned, not raised: after a restore the stored entry may be earlier than the last.
             if case let .some(order) = order { state.lastOrder = order }
             state.lastCommittedTicket = state.lastTicket  // a re-read sees what is visible now
-            if let ticket, ticket > state.lastTicket { state.lastTicket = ticket }
+            if let ticket { state.markOutstanding(ticket) }  // still queued: not committed
             return hand(value, fingerprint, &state)
         }
         yield(handOut)
