@@ -116,12 +116,13 @@ final class EventLayoutLMDB {
         mdb_txn_begin(env, nil, 0, &txn)
         // The head: read at the start, written at the end.
         for name in ["seq", "hlc", "chain"] { _ = get(txn, meta, Array(name.utf8)) }
+        // The writer's next taken counter, looked up once a transaction (as a row and as a range).
+        _ = get(txn, dots, writer + bigEndian(sequence + 1))
+        _ = get(txn, dots, [0x52] + writer + bigEndian(sequence + 1))
         for name in names {
             sequence += 1
             let position = bigEndian(sequence)
             let dot = writer + position
-            _ = get(txn, dots, dot)  // the counter is not another process's
-            _ = get(txn, dots, [0x52] + writer + position)  // nor a compacted identity's
             rawPut(txn, events, position, record, flags: MDB_APPEND)
             rawPut(txn, dots, dot, position, flags: MDB_NOOVERWRITE)
             let historyKey = [0, UInt8(name.count)] + name
