@@ -48,9 +48,9 @@ package enum CompactedIdentities {
     ) throws -> ClosedRange<UInt64>? {
         var found: ClosedRange<UInt64>?
         var passed = 0
-        let prefix = [tag] + origin.bytes
+        let originBytes = origin.bytes
         try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: counter)) { key, value in
-            guard key.count >= 17, key[0..<17].elementsEqual(prefix) else { return false }
+            guard key.count >= 17, key[0] == tag, key[1..<17].elementsEqual(originBytes) else { return false }
             if key.count == 25, value.count == 8 {
                 let last = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
                 let first = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))

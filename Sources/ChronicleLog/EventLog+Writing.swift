@@ -179,22 +179,22 @@ extension EventLog {
     /// The counter of the next local event.
     /// - Throws: `storeUnavailable` when the counters up to 2^48 are spent (or taken).
     func nextCounter(_ counter: inout LocalCounter, _ txn: borrowing Transaction) throws -> UInt64 {
-        let spent = ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store")
         if !counter.looked {
             counter.taken = try nextTaken(after: counter.last, txn)
             counter.looked = true
         }
-        guard counter.last < Event.maxCounter else { throw spent }
+        guard counter.last < Event.maxCounter else { throw Self.countersSpent }
         counter.last += 1
+        // A span starts above the last counter used (it is looked up after it): skip it whole.
         while let span = counter.taken, span.lowerBound <= counter.last {
-            if counter.last <= span.upperBound {
-                guard span.upperBound < Event.maxCounter else { throw spent }
-                counter.last = span.upperBound + 1
-            }
+            guard span.upperBound < Event.maxCounter else { throw Self.countersSpent }
+            counter.last = max(counter.last, span.upperBound + 1)
             counter.taken = try nextTaken(after: counter.last - 1, txn)
         }
         return counter.last
     }
+
+    private static let countersSpent = ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store")
 
     /// The lowest span of this opening's writer's counters above `counter` that `dots` holds,
     /// from the first key under the writer's 16 bytes and the first compacted range; `nil` when
