@@ -7,9 +7,10 @@ import Testing
 
 /// Coming from UserDefaults at its edges: renames under concurrent writes, imports, observers, value types.
 struct AdoptionEdgeCaseTests {
-    /// Values from `stream` until `stop`, or whatever arrived when `seconds` pass.
+    /// Values from `stream` until `stop`, or whatever arrived when `seconds` pass (a bound that
+    /// tells a stream that never delivers from a loaded machine, not a measurement).
     func gather<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
-        _ stream: S, seconds: Double = 5, until stop: @escaping @Sendable ([V]) -> Bool
+        _ stream: S, seconds: Double = 30, until stop: @escaping @Sendable ([V]) -> Bool
     ) async -> [V] {
         let box = Mutex<[V]>([])
         let reader = Task {
@@ -47,7 +48,7 @@ struct AdoptionEdgeCaseTests {
             let counter = Key<Int>("counter", default: 0, sync: .automaticSmall)
             for i in 1...50 { try store.set(i, for: counter) }
             let stream = store.changes(after: 0)
-            let heard = Task { await gather(stream, seconds: 5) { $0.contains { $0.key == "after" } } }
+            let heard = Task { await gather(stream, seconds: 30) { $0.contains { $0.key == "after" } } }
             try await Task.sleep(for: .milliseconds(300))  // the stream has read all 50 and waits
             #expect(try store.compact().dropped == 49)
             try store.set("new", for: Key<String>("after", default: "", sync: .automaticSmall))
@@ -156,7 +157,7 @@ struct AdoptionEdgeCaseTests {
             try b.set("newer", for: key)
             try await Replicator(store: b, peers: [.store(a)]).sync()
             #expect(b[key] == "newer")
-            let heard = await gather(b.changes(after: 0), seconds: 5) { $0.count == 2 }
+            let heard = await gather(b.changes(after: 0), seconds: 30) { $0.count == 2 }
             var projected: [String: String] = [:]
             for change in heard where change.operation == .set && change.isCurrent { projected[change.key] = try change.value(as: String.self) }
             #expect(heard.filter(\.isCurrent).count == 1, "the older replicated event says it is not current")

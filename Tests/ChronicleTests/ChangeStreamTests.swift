@@ -74,15 +74,17 @@ struct ChangeStreamTests {
         try await withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ async throws in
             try store.set("s3cret", for: .apiToken)
             let eventLog = try store.eventLog
+            let heard = Shared<[LogEntry]>([])
             let reader = Task {
-                var seen: [LogEntry] = []
-                for await change in store.changes() { seen.append(change) }
-                return seen
+                for await change in store.changes() { heard.withLock { $0.append(change) } }
             }
-            while eventLog.observers.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
-            try await Task.sleep(for: .milliseconds(50))
+            // The stream has read the log and waits for more (at most 30 s: a bound, not a measurement).
+            for _ in 0..<3_000 where heard.withLock({ $0.isEmpty }) || eventLog.observers.isEmpty {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             reader.cancel()
-            let seen = await reader.value
+            await reader.value
+            let seen = heard.withLock { $0 }
             #expect(seen.map(\.key) == ["auth.token"])
             #expect(seen.first?.valueJSON == nil)
             #expect(throws: ChronicleError.self) { try seen.first?.value(as: String.self) }
