@@ -333,7 +333,7 @@ struct HubTests {
 
                 try stores[0].set("after", for: .hubNote)
                 var synced = false
-                for _ in 0..<100 where !synced {
+                for _ in 0..<300 where !synced {  // bounds, not measurements
                     do {
                         try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
                         synced = true
@@ -347,7 +347,7 @@ struct HubTests {
                 try stores[0].set("after again", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
                 var heard = false
-                for _ in 0..<300 where !heard {
+                for _ in 0..<1_500 where !heard {
                     heard = hub.nodes[0].notifier.generation(id) > generation
                     if !heard { try await Task.sleep(for: .milliseconds(20)) }
                 }
