@@ -98,6 +98,9 @@ import Glibc
             // The large change stays queued while the update reads it.
             let hold = Self.holdWriteLock(try store.eventLog)
             store[key] = Data(repeating: 2, count: 4 << 20)
+            // Its leader starts on the committer's queue: wait until it has taken the change (and
+            // waits for the lock), or the update could join its group and never show as queued.
+            while try store.eventLog.committer.withLock({ $0?.queuedCount }) != 0 { usleep(1_000) }
             let outcome = Shared<String>("")
             let updated = DispatchSemaphore(value: 0)
             Thread {
@@ -109,7 +112,7 @@ import Glibc
                 }
                 updated.signal()
             }.start()
-            while try store.eventLog.committer.withLock({ $0?.queuedCount }) == 0 { usleep(1_000) }  // the update is queued
+            while try store.eventLog.committer.withLock({ $0?.queuedCount }) == 0 { usleep(1_000) }  // the update is queued behind it
             hold.release.signal()
             hold.done.wait()
             try #require(updated.wait(timeout: .now() + 60) == .success, "the update hung")
