@@ -58,6 +58,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
     init(store: Store, key: K) {
         self.store = store
         self.key = key
+        name = KeyName(key.name)
     }
 
     /// Adds a subscriber and yields it the key's current value; returns its id.
@@ -116,7 +117,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
             guard !state.subscribers.isEmpty else { return [] }
             var handOut: [(K.Value, [Continuation])] = []
             for committed in events
-            where committed.isWinner && committed.event.domain == key.domain && committed.event.key == key.name
+            where committed.isWinner && committed.event.domain == key.domain && KeyName(committed.event.key) == name
                 && state.lastOrder.map({ committed.event.order > $0 }) ?? true
             {
                 state.lastOrder = committed.event.order
@@ -136,8 +137,8 @@ final class KeyChannel<K: ValueKey>: Sendable {
         yield(handOut)
     }
 
-    /// The key's name.
-    var name: String { key.name }
+    /// The key's name, compared by its bytes (another spelling's changes are another key's).
+    let name: KeyName
 
     /// Hands out the value of a change made with a non-throwing form: visible now, committed
     /// moments later (its commit then hands out nothing new).

@@ -84,12 +84,12 @@ extension Store {
         return channels.withLock { channels in
             if let open = channels[id], let channel = open.channel as? KeyChannel<K> { return (channel, channel.subscribe(continuation)) }
             let channel = KeyChannel(store: self, key: key)
-            let formerNames = Set(key.formerNames)
+            let formerNames = Set(key.formerNames.map(KeyName.init))
             let domain = key.domain
             let handler = eventLog.observers.add { change in
                 switch change {
                 case let .events(events):
-                    if !formerNames.isEmpty, events.contains(where: { $0.event.domain == domain && formerNames.contains($0.event.key) }) {
+                    if !formerNames.isEmpty, events.contains(where: { $0.event.domain == domain && formerNames.contains(KeyName($0.event.key)) }) {
                         channel.refresh()  // a change under a former name: re-read through the fallback
                     } else {
                         channel.deliver(events)
@@ -97,7 +97,7 @@ extension Store {
                 case .reset:
                     channel.refresh()
                 case let .pending(changes):
-                    if let change = changes.last(where: { $0.domain == domain && $0.key == channel.name }) { channel.deliver(pending: change) }
+                    if let change = changes.last(where: { $0.domain == domain && KeyName($0.key) == channel.name }) { channel.deliver(pending: change) }
                 }
             }
             channels[id] = OpenChannel(channel: channel, handler: handler)
@@ -119,12 +119,13 @@ extension Store {
 /// Which channel an observation joins: one per key name, domain and value type.
 struct ChannelID: Hashable, Sendable {
     var domain: Domain
-    var name: String
+    /// By its bytes, as the store keeps names: two canonically equivalent spellings are two keys.
+    var name: KeyName
     var valueType: ObjectIdentifier
 
     init<K: ValueKey>(_ key: K) {
         domain = key.domain
-        name = key.name
+        name = KeyName(key.name)
         valueType = ObjectIdentifier(K.Value.self)
     }
 }

@@ -34,7 +34,8 @@ public final class Batch {
     /// The value of the batch's last change of `key`, else the store's value (errors read as the
     /// default and surface when `write` returns, as a failed read of the store does).
     private func read<K: ValueKey>(_ key: K) -> K.Value {
-        guard let change = changes.last(where: { $0.domain == key.domain && $0.key == key.name }) else { return store.loggingRead(key) }
+        let name = KeyName(key.name)  // by its bytes: a canonically equivalent spelling is another key
+        guard let change = changes.last(where: { $0.domain == key.domain && KeyName($0.key) == name }) else { return store.loggingRead(key) }
         guard change.op == .set else { return key.defaultValue }
         do {
             return try ValueCoder.decode(K.Value.self, encoding: change.encoding, payload: change.payload, key: key.name)
