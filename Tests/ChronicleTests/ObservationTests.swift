@@ -7,6 +7,25 @@ import Synchronization
 import Testing
 
 struct ObservationTests {
+    /// Observers of one name and value type share a channel, which kept the first key's default
+    /// and former names: an observer of a key declared with another default heard the first
+    /// key's, and one with former names heard no value under them, where reads showed both.
+    @Test func observersOfOneNameWithAnotherDefaultOrFormerNamesHearTheirOwnKeysValue() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let plain = Key<Int>("channel.shared", default: 0)
+            let otherDefault = Key<Int>("channel.shared", default: 5)
+            let renamed = Key<Int>("channel.shared", default: 0, formerNames: ["channel.old"])
+            try store.set(9, for: Key<Int>("channel.old", default: 0))
+            let first = store.updates(of: plain)
+            let second = store.updates(of: otherDefault)
+            let third = store.updates(of: renamed)
+            #expect((store[plain], store[otherDefault], store[renamed]) == (0, 5, 9))
+            #expect(await firstElement(of: first) { _ in true } == 0)
+            #expect(await firstElement(of: second) { _ in true } == 5)
+            #expect(await firstElement(of: third) { _ in true } == 9)
+        }
+    }
+
 
     /// A `Set` encodes its elements in varying order: observers used to hear an equal set again.
     @Test func anEqualSetIsNotHeardAgain() async throws {

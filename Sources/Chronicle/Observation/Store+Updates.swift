@@ -116,17 +116,26 @@ extension Store {
     }
 }
 
-/// Which channel an observation joins: one per key name, domain and value type.
+/// Which channel an observation joins: one per key name, domain, value type, default and former
+/// names. A channel reads and decodes for the key that opened it, so two keys of one name that
+/// read differently (another default, other former names) each get their own.
 struct ChannelID: Hashable, Sendable {
     var domain: Domain
     /// By its bytes, as the store keeps names: two canonically equivalent spellings are two keys.
     var name: KeyName
     var valueType: ObjectIdentifier
+    /// The default's encoding and bytes (empty for `nil`; `nil` when it cannot be encoded).
+    var defaultValue: [UInt8]?
+    var formerNames: [KeyName]
 
     init<K: ValueKey>(_ key: K) {
         domain = key.domain
         name = KeyName(key.name)
         valueType = ObjectIdentifier(K.Value.self)
+        defaultValue =
+            ValueCoder.isNil(key.defaultValue)
+            ? [] : (try? ValueCoder.encode(key.defaultValue, key: key.name)).map { [$0.0.rawValue] + $0.1 }
+        formerNames = key.formerNames.map(KeyName.init)
     }
 }
 
