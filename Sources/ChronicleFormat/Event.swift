@@ -63,6 +63,17 @@ package struct Event: Sendable, Equatable {
         }
     }
 
+    /// Equal field by field, the key name by its UTF-8 bytes as the encoding carries it: `String`'s
+    /// `==` is canonical equivalence, and an event re-spelled in transit ("Key" as "\u{212A}ey",
+    /// KELVIN SIGN) is another event, never a duplicate of the genuine one. A field added to
+    /// `Event` must be compared here (a test counts them).
+    package static func == (lhs: Event, rhs: Event) -> Bool {
+        lhs.origin == rhs.origin && lhs.counter == rhs.counter && lhs.replica == rhs.replica && lhs.hlc == rhs.hlc
+            && lhs.domain == rhs.domain && lhs.op == rhs.op && lhs.policy == rhs.policy && lhs.encoding == rhs.encoding
+            && lhs.sealed == rhs.sealed && lhs.key.utf8.elementsEqual(rhs.key.utf8) && lhs.payload == rhs.payload
+            && lhs.authenticator == rhs.authenticator
+    }
+
     /// The dot: `origin ‖ counter`, as stored in the `dots` database.
     package var dot: [UInt8] { origin.bytes.appendingBigEndian(counter) }
 

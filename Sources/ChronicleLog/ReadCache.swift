@@ -18,10 +18,11 @@ package struct ReadCache: ~Copyable {
         /// "\u{212A}ey" (KELVIN SIGN decomposes to "K"), would share a slot.
         ///
         /// Comparing lengths is enough: a string canonically equivalent to an ASCII one decomposes
-        /// to it, so each of its non-ASCII scalars decomposes to a single ASCII one (any other
-        /// decomposition adds a combining mark, which is not ASCII) and takes at least two bytes
-        /// for its one. The same length means no such scalar: the same bytes. A hit costs one
-        /// length check (O(1) for a native string) and no reference counting.
+        /// to it, so each of its non-ASCII scalars has a canonical decomposition that is all ASCII.
+        /// Only three scalars have one, each a single ASCII scalar: U+037E (";", 2 bytes for 1),
+        /// U+1FEF ("`", 3 for 1) and U+212A ("K", 3 for 1); Unicode's stability policy freezes
+        /// decompositions. So the same length means no such scalar: the same bytes. A hit costs
+        /// one length check (O(1) for a native string) and no reference counting.
         func holds(_ other: String) -> Bool { other.utf8.count == asciiCount }
     }
 
@@ -62,12 +63,13 @@ extension EventLog {
             result = try decode(entry)
             value = result
         }
+        guard ReadCache.caches(name) else { return result }
         readCache.withLock { cache in
             if cache.transactionID != snapshot {
                 cache.transactionID = snapshot
                 cache.slots.removeAll(keepingCapacity: true)
             }
-            if ReadCache.caches(name) { cache.slots[name] = ReadCache.Slot(type: typeID, value: value, asciiCount: name.utf8.count) }
+            cache.slots[name] = ReadCache.Slot(type: typeID, value: value, asciiCount: name.utf8.count)
         }
         return result
     }

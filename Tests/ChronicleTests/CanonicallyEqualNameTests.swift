@@ -1,4 +1,5 @@
 @testable import Chronicle
+@testable import ChronicleLog
 import ChronicleTesting
 import Foundation
 import Testing
@@ -8,7 +9,8 @@ import Testing
 /// with U+212A KELVIN SIGN, which decomposes to "K". A peer can send either spelling; reads and
 /// observers must keep them apart as the log, replay and compaction do.
 struct CanonicallyEqualNameTests {
-    static let spellings = zip(["caf\u{E9}", "Key"], ["cafe\u{301}", "\u{212A}ey"])
+    /// The last pair has as many UTF-8 bytes in each spelling (U+212B ANGSTROM SIGN is "A\u{30A}").
+    static let spellings = zip(["caf\u{E9}", "Key", "\u{212B}x"], ["cafe\u{301}", "\u{212A}ey", "A\u{30A}x"])
 
     /// The read cache answered the second spelling's read with the first's value.
     @Test(arguments: spellings) func eachSpellingReadsItsOwnValue(first: String, second: String) throws {
@@ -71,4 +73,89 @@ struct CanonicallyEqualNameTests {
             #expect(twinHeard == [0, 7, 8, 9])
         }
     }
+
+    /// A key declared with the other spelling as its former name (after a peer wrote it): the
+    /// key's own events matched the former-names set, so each commit was taken for a change
+    /// under the former name and the observer re-read the key instead of hearing each event:
+    /// of two replicated in one range, it heard only the last.
+    @Test(arguments: spellings) func anObserverOfAKeyWhoseFormerNameIsItsTwinHearsEveryValue(first: String, second: String) async throws {
+        try await withTemporaryStores(2) { stores in
+            let (store, peer) = (stores[0], stores[1])
+            let key = Key<Int>(first, default: 0, sync: .automaticSmall, formerNames: [second])
+            let updates = store.updates(of: key)
+            try peer.set(1, for: key)
+            try peer.set(2, for: key)
+            _ = try store.importRange(try peer.exportRange(after: 0))  // one commit of both
+            let heard = await collect(updates) { $0.last == 2 }
+            #expect(heard == [0, 1, 2])
+        }
+    }
+
+    /// Renaming one spelling to the other is the repair after a peer wrote the other: it was
+    /// refused as a rename of a key to its own name.
+    @Test(arguments: spellings) func oneSpellingRenamesToTheOther(first: String, second: String) throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(7, for: Key<Int>(second, default: 0))
+            #expect(try store.renameKey(from: second, to: first))
+            #expect(store[Key<Int>(first, default: 0)] == 7)
+            #expect(!store.hasValue(for: Key<Int>(second, default: 0)))
+        }
+    }
+
+    /// A carrier re-spells an event's key in transit. A relay (no group key: it verifies nothing)
+    /// that took the copy first took the genuine event, under the same identity, for a duplicate
+    /// of it and dropped it: members then quarantined the copy and never got the value.
+    @Test func aReSpelledCopyDoesNotPassForTheGenuineEvent() async throws {
+        let directories = (0..<3).map { _ in temporaryDirectory() }
+        defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
+        let honest = try Store(directory: directories[0], configuration: passphraseConfiguration("the group"))
+        let member = try Store(directory: directories[1], configuration: passphraseConfiguration("the group"))
+        let relay = try Store(directory: directories[2])
+        let key = Key<String>("Kelvin.theme", default: "", sync: .automaticSmall)
+        try honest.set("first", for: Key<String>("group.first", default: "", sync: .automaticSmall))
+        try await Replicator(store: member, peers: [.store(honest)]).sync()  // the member has the group's keys
+        try honest.set("genuine", for: key)
+        let genuine = try EventRange(decoding: Array(try honest.exportRange(after: 0)))
+        var copy = genuine
+        copy.events = genuine.events.filter { $0.key == key.name }.map { event in
+            var event = event
+            event.key = "\u{212A}elvin.theme"
+            return event
+        }
+        _ = try relay.importRange(Data(copy.encoded()))
+        let receipt = try relay.importRange(Data(genuine.encoded()))
+        #expect(receipt.duplicates == 0, "the genuine event was taken for a duplicate of its re-spelled copy")
+        try await Replicator(store: member, peers: [.store(relay)]).sync()
+        #expect(member[key] == "genuine")
+        #expect(member[Key<String>("\u{212A}elvin.theme", default: "")] == "", "the re-spelled copy is not the group's")
+    }
+
+    /// `Event`'s `==` is written by hand, to compare the key by its bytes: it must compare every field.
+    @Test func eventsCompareKeysByTheirBytesAndEveryField() throws {
+        try withTemporaryStore { store, _ throws in
+            try store.set(1, for: Key<Int>("Key", default: 0, sync: .manual))
+            let event = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.first)
+            var twin = event
+            twin.key = "\u{212A}ey"
+            #expect(event != twin)
+            #expect(event == event)
+            #expect(Mirror(reflecting: event).children.count == 12, "a field added to Event must be compared in its ==")
+        }
+    }
+
+    /// The read cache tells an ASCII name from a canonically equivalent other by its length alone:
+    /// that holds while every scalar whose canonical decomposition is all ASCII takes more bytes
+    /// than its decomposition (U+037E, U+1FEF and U+212A, in this toolchain's Unicode data too).
+    @Test func noScalarDecomposesToASCIIOfItsOwnLength() {
+        var decomposingToASCII: [UInt32] = []
+        for value in UInt32(0x80)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let decomposed = String(scalar).decomposedStringWithCanonicalMapping
+            guard decomposed.utf8.allSatisfy({ $0 < 0x80 }) else { continue }
+            decomposingToASCII.append(value)
+            #expect(String(scalar).utf8.count > decomposed.utf8.count, "U+\(String(value, radix: 16)) decomposes to ASCII of its own length")
+        }
+        #expect(decomposingToASCII == [0x37E, 0x1FEF, 0x212A])
+    }
 }
+

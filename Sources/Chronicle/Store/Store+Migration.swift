@@ -159,7 +159,9 @@ extension Store {
     public func renameKey(from oldName: String, to newName: String, in domain: Domain = .defaults) throws(ChronicleError) -> Bool {
         try AnyKey.validate(name: oldName)
         try AnyKey.validate(name: newName)
-        guard oldName != newName else { throw .invalidArgument("a key cannot be renamed to its own name") }
+        // By their bytes: one spelling of a name renames to a canonically equivalent other (the
+        // repair after a peer wrote the other spelling), which `String`'s `!=` calls the same.
+        guard KeyName(oldName) != KeyName(newName) else { throw .invalidArgument("a key cannot be renamed to its own name") }
         // The entries are read under the lock that orders local writes, so no local write lands
         // between the read and the commit; a change of another writer (an import, another
         // process) in between fails the commit (expected orders), and the rename reads again.
