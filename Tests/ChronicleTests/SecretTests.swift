@@ -9,6 +9,18 @@ import Synchronization
 import Testing
 
 struct SecretTests {
+    /// A sealed value written under a key's former name was opened with the new name, which its
+    /// seal's associated data does not hold: the read failed as tampered and gave the default.
+    @Test(arguments: [false, true]) func aSealedValueIsReadUnderAFormerName(encryptDefaults: Bool) throws {
+        try withTemporaryStore(configuration: passphraseConfiguration("pw", encryptDefaults: encryptDefaults)) { store, _ throws in
+            try store.set("old secret", for: SecretKey<String>("token.old", default: ""))
+            #expect(store[SecretKey<String>("token.new", default: "", formerNames: ["token.old"])] == "old secret")
+            #expect(try store.value(for: SecretKey<String>("token.new", default: "", formerNames: ["token.old"])) == "old secret")
+            try store.set("old value", for: Key<String>("plain.old", default: ""))
+            #expect(store[Key<String>("plain.new", default: "", formerNames: ["plain.old"])] == "old value")
+        }
+    }
+
     /// A secret is a `Key` with a sealed value: every entry point that takes a key takes it, and a
     /// plain key and a secret of the same name never read each other's value.
     @Test func aSecretKeyGoesThroughEveryKeyEntryPoint() async throws {

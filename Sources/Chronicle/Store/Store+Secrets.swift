@@ -105,8 +105,13 @@ extension Store {
 
     /// The plaintext payload of a view entry (opened when sealed).
     func openPayload(_ entry: ViewEntry, key: AnyKey) throws(ChronicleError) -> [UInt8] {
+        try openPayload(entry, domain: key.domain, name: key.name)
+    }
+
+    /// The payload of `entry`, opened when sealed under `name` in `domain`.
+    func openPayload(_ entry: ViewEntry, domain: Domain, name: String) throws(ChronicleError) -> [UInt8] {
         guard entry.sealed else { return entry.payload }
         let keyring = try crypto.get()
-        return try mappingErrors { try keyring.open(entry, domain: key.domain, key: key.name) }
+        return try mappingErrors { try keyring.open(entry, domain: domain, key: name) }
     }
 }

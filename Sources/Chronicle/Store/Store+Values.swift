@@ -34,23 +34,24 @@ extension Store {
     }
 
     func decode<K: ValueKey>(_ entry: ViewEntry?, for key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
-        var entry = entry
-        if entry == nil, !key.formerNames.isEmpty {
-            entry = try formerEntry(of: key)
+        var (entry, name) = (entry, key.name)
+        if entry == nil, !key.formerNames.isEmpty, let former = try formerEntry(of: key) {
+            (entry, name) = former
         }
         guard let entry, entry.op == .set else { return defaultValue }
-        let payload = try openPayload(entry, key: key)
+        // A sealed value is opened under the name it was sealed with (the seal binds it).
+        let payload = try openPayload(entry, domain: key.domain, name: name)
         return try ValueCoder.decode(K.Value.self, encoding: entry.encoding, payload: payload, key: key.name)
     }
 
-    /// The newest entry among a renamed key's former names.
-    private func formerEntry(of key: AnyKey) throws(ChronicleError) -> ViewEntry? {
+    /// The newest entry among a renamed key's former names, and the name it is under.
+    private func formerEntry(of key: AnyKey) throws(ChronicleError) -> (ViewEntry, String)? {
         let eventLog = try eventLog
-        var newest: ViewEntry?
+        var newest: (ViewEntry, String)?
         for name in key.formerNames {
             guard let entry = try mappingErrors({ try eventLog.entry(key.domain, name) }) else { continue }
-            if let current = newest, !(entry.hlc > current.hlc) { continue }
-            newest = entry
+            if let current = newest, !(entry.hlc > current.0.hlc) { continue }
+            newest = (entry, name)
         }
         return newest
     }
