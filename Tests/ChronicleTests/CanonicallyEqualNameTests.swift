@@ -132,14 +132,31 @@ struct CanonicallyEqualNameTests {
 
     /// `Event`'s `==` is written by hand, to compare the key by its bytes: it must compare every field.
     @Test func eventsCompareKeysByTheirBytesAndEveryField() throws {
-        try withTemporaryStore { store, _ throws in
+        try withTemporaryStore(configuration: passphraseConfiguration("pw")) { store, _ throws in
             try store.set(1, for: Key<Int>("Key", default: 0, sync: .manual))
             let event = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.first)
-            var twin = event
-            twin.key = "\u{212A}ey"
-            #expect(event != twin)
+            try #require(event.authenticator != nil)
+            let changes: [(String, (inout Event) -> Void)] = [
+                ("origin", { $0.origin = ReplicaID.random() }),
+                ("counter", { $0.counter += 1 }),
+                ("replica", { $0.replica = ReplicaID.random() }),
+                ("hlc", { $0.hlc = HLC(rawValue: $0.hlc.rawValue + 1) }),
+                ("domain", { $0.domain = .secrets }),
+                ("op", { $0.op = .remove }),
+                ("policy", { $0.policy = .automaticSmall }),
+                ("encoding", { $0.encoding &+= 1 }),
+                ("sealed", { $0.sealed.toggle() }),
+                ("key", { $0.key = "\u{212A}ey" }),
+                ("payload", { $0.payload.append(0) }),
+                ("authenticator", { $0.authenticator = nil }),
+            ]
+            #expect(Mirror(reflecting: event).children.count == changes.count, "a field added to Event must be compared in its ==")
+            for (field, change) in changes {
+                var other = event
+                change(&other)
+                #expect(event != other, "events that differ in \(field) compare equal")
+            }
             #expect(event == event)
-            #expect(Mirror(reflecting: event).children.count == 12, "a field added to Event must be compared in its ==")
         }
     }
 

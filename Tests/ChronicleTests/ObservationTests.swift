@@ -7,6 +7,27 @@ import Synchronization
 import Testing
 
 struct ObservationTests {
+    /// A channel is closed, and its handler leaves the observer hub, when its last observer
+    /// goes, also when its key's default is a collection whose encoding varies by instance.
+    @Test func everyChannelClosesWhenItsLastObserverGoes() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let elements = Set((0..<50).map { "element \($0)" })
+            let keys = [Key<Set<String>>("channel.set", default: elements), Key<Set<String>>("channel.set", default: elements)]
+            let observers = keys.map { key in
+                let updates = store.updates(of: key)
+                return Task { for await value in updates { return value } ; return [] }
+            }
+            for observer in observers { #expect(await observer.value == elements) }
+            var open = true
+            for _ in 0..<3_000 where open {  // at most 30 s: a bound, not a measurement
+                open = !store.channels.withLock { $0.isEmpty }
+                if open { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(!open, "a channel outlived its observers")
+            #expect(try store.eventLog.observers.isEmpty)
+        }
+    }
+
     /// Observers of one name and value type share a channel, which kept the first key's default
     /// and former names: an observer of a key declared with another default heard the first
     /// key's, and one with former names heard no value under them, where reads showed both.

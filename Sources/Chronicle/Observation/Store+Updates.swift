@@ -65,10 +65,13 @@ extension Store {
             continuation.finish()
             return stream
         }
-        let (channel, id) = subscribe(continuation, to: key, eventLog: eventLog)
+        // The channel's id is made once: the close finds the channel it joined, whatever a
+        // second encoding of the key's default would give.
+        let channelID = ChannelID(key)
+        let (channel, id) = subscribe(continuation, to: key, id: channelID, eventLog: eventLog)
         continuation.onTermination = { [weak self] _ in
             guard channel.unsubscribe(id) else { return }
-            self?.closeChannelIfIdle(for: key, eventLog: eventLog)
+            self?.closeChannelIfIdle(channel, id: channelID, eventLog: eventLog)
         }
         eventLog.startPollingIfNeeded()
         return stream
@@ -78,10 +81,9 @@ extension Store {
     /// channel (and its handler in the log's observer hub) on first use. One lock covers finding
     /// the channel and joining it, so a channel never closes between the two.
     private func subscribe<K: ValueKey>(
-        _ continuation: KeyChannel<K>.Continuation, to key: K, eventLog: EventLog
+        _ continuation: KeyChannel<K>.Continuation, to key: K, id: ChannelID, eventLog: EventLog
     ) -> (KeyChannel<K>, Int) {
-        let id = ChannelID(key)
-        return channels.withLock { channels in
+        channels.withLock { channels in
             if let open = channels[id], let channel = open.channel as? KeyChannel<K> { return (channel, channel.subscribe(continuation)) }
             let channel = KeyChannel(store: self, key: key)
             let formerNames = Set(key.formerNames.map(KeyName.init))
@@ -105,11 +107,10 @@ extension Store {
         }
     }
 
-    /// Closes the channel of `key` when its last subscriber has gone.
-    private func closeChannelIfIdle<K: ValueKey>(for key: K, eventLog: EventLog) {
+    /// Closes `channel`, opened under `id`, when its last subscriber has gone.
+    private func closeChannelIfIdle<K: ValueKey>(_ channel: KeyChannel<K>, id: ChannelID, eventLog: EventLog) {
         channels.withLock { channels in
-            let id = ChannelID(key)
-            guard let open = channels[id], let channel = open.channel as? KeyChannel<K>, channel.isIdle else { return }
+            guard let open = channels[id], (open.channel as? KeyChannel<K>) === channel, channel.isIdle else { return }
             channels[id] = nil
             eventLog.observers.remove(open.handler)
         }
@@ -124,7 +125,9 @@ struct ChannelID: Hashable, Sendable {
     /// By its bytes, as the store keeps names: two canonically equivalent spellings are two keys.
     var name: KeyName
     var valueType: ObjectIdentifier
-    /// The default's encoding and bytes (empty for `nil`; `nil` when it cannot be encoded).
+    /// The default's encoding and bytes (empty for `nil`; `nil` when it cannot be encoded). Two
+    /// equal defaults whose encoding varies (a `Set` from two instances) get two channels: each
+    /// still right, only not shared.
     var defaultValue: [UInt8]?
     var formerNames: [KeyName]
 
