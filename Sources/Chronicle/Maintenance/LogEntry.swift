@@ -18,7 +18,10 @@ public struct LogEntry: Sendable, Equatable, CustomStringConvertible {
     public let timestamp: HLC
     /// `"defaults"` or `"secrets"`.
     public let domain: String
-    /// The key name.
+    /// The key name. The store tells names apart by their UTF-8 bytes, but `String`'s `==` (and
+    /// a dictionary keyed by `String`) calls two spellings equal when Unicode calls them
+    /// canonically equivalent ("caf\u{E9}" and "cafe\u{301}", "Key" and "\u{212A}ey"): compare
+    /// `key.utf8` when a peer's names matter.
     public let key: String
     /// Set or remove.
     public let operation: ChangeOperation
