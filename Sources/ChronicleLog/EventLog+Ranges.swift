@@ -69,11 +69,21 @@ extension EventLog {
                 case .anchor, .chainKey:
                     break  // records of this log's own chain: nothing to send
                 case .opaque:
-                    // Newer formats relay with every manual sync, never with automatic pushes.
-                    if filter == nil || filter == .syncable {
-                        guard let item = OpaqueEvent(relayRecord: record.body) else {
-                            throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
+                    guard let item = OpaqueEvent(relayRecord: record.body) else {
+                        throw ChronicleError.corruptRecord(sequence: sequence, reason: "an opaque record without an identity")
+                    }
+                    // A second version of an identity this store holds, kept to relay, is an event
+                    // this build reads: it travels as events do, by the filter and the excluded
+                    // writer (the genuine event behind a copy a carrier altered must reach members
+                    // in automatic mode too). Newer formats relay with every manual sync, never
+                    // with automatic pushes.
+                    let admitted =
+                        if let event = try? Event(decoding: item.bytes) {
+                            (filter?.admits(event) ?? true) && event.origin != excluding
+                        } else {
+                            filter == nil || filter == .syncable
                         }
+                    if admitted {
                         if full(item.bytes.count) { return false }
                         opaque.append(item)
                         bytes += item.bytes.count + 16

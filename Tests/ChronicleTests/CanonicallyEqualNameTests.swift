@@ -125,6 +125,11 @@ struct CanonicallyEqualNameTests {
         _ = try relay.importRange(Data(copy.encoded()))
         let receipt = try relay.importRange(Data(genuine.encoded()))
         #expect(receipt.duplicates == 0, "the genuine event was taken for a duplicate of its re-spelled copy")
+        // Kept to relay, the genuine event travels as any automatic-small event does: in an
+        // automatic pull too, not only with sync() (it used to travel with sync() alone).
+        let automatic = try relay.exportRange(after: 0, filter: .automaticSmall(maxPayload: 100 * 1024), maxEvents: 4_096)
+        _ = try member.importRange(automatic)
+        #expect(member[key] == "genuine", "an automatic pull from the relay did not bring the genuine event")
         try await Replicator(store: member, peers: [.store(relay)]).sync()
         #expect(member[key] == "genuine")
         #expect(member[Key<String>("\u{212A}elvin.theme", default: "")] == "", "the re-spelled copy is not the group's")
