@@ -77,17 +77,17 @@ extension EventLog {
                     // writer (the genuine event behind a copy a carrier altered must reach members
                     // in automatic mode too). Newer formats relay with every manual sync, never
                     // with automatic pushes.
+                    let event = try? Event(decoding: item.bytes)
                     let admitted =
-                        if let event = try? Event(decoding: item.bytes) {
-                            (filter?.admits(event) ?? true) && event.origin != excluding
-                        } else {
-                            filter == nil || filter == .syncable
-                        }
+                        if let event { (filter?.admits(event) ?? true) && event.origin != excluding } else { filter == nil || filter == .syncable }
                     if admitted {
                         if full(item.bytes.count) { return false }
                         opaque.append(item)
                         bytes += item.bytes.count + 16
-                        if let (id, _) = Event.trailingAuthenticator(item.bytes), !keyIDs.contains(id) { keyIDs.append(id) }
+                        // The keys it names: a second version's seal and authenticator, as for any
+                        // event; a newer-format item's trailing authenticator.
+                        let named = event?.namedKeyIDs ?? Event.trailingAuthenticator(item.bytes).map { [$0.0] } ?? []
+                        for id in named where !keyIDs.contains(id) { keyIDs.append(id) }
                     }
                 case .event:
                     let event = try record.event(sequence: sequence)

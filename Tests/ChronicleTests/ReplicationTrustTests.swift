@@ -11,6 +11,42 @@ import Testing
 /// a crash, a restore in place), each kept as a regression test: every test states the property
 /// the trust model promises.
 struct ReplicationTrustTests {
+    /// A store without the group's key keeps a second event under an identity it holds to relay
+    /// (the genuine event behind an altered copy, or a carrier's): it travels as the event it is,
+    /// by the filter and the excluded writer, in automatic mode too; never when its policy is
+    /// `never`, and never back to the writer whose identity it carries.
+    @Test func aSecondVersionKeptToRelayTravelsByTheFilter() async throws {
+        try await withTemporaryStores(2) { stores in
+            let (origin, relay) = (stores[0], stores[1])
+            try origin.set(1, for: Key<Int>("second.small", default: 0, sync: .automaticSmall))
+            try origin.set(2, for: Key<Int>("second.manual", default: 0, sync: .manual))
+            let range = try EventRange(decoding: Array(try origin.exportRange(after: 0)))
+            _ = try relay.importRange(Data(range.encoded()))
+            func second(of name: String, _ change: (inout Event) -> Void) throws -> Event {
+                var event = try #require(range.events.first { $0.key == name })
+                change(&event)
+                return event
+            }
+            var seconds = range
+            seconds.events = [
+                try second(of: "second.small") { $0.payload = [9] },  // goes everywhere
+                try second(of: "second.small") { $0.payload = [UInt8](repeating: 7, count: 2_000) },  // over small:1024
+                try second(of: "second.manual") { $0.payload = [8] },  // manual: with sync() only
+                try second(of: "second.manual") { $0.policy = .never; $0.payload = [6] },  // never leaves
+            ]
+            #expect(try relay.importRange(Data(seconds.encoded())).opaque == 4)
+            let secondPayloads = Set(seconds.events.map(\.payload))
+            func exported(_ filter: RangeFilter, excluding writer: ReplicaID? = nil) throws -> Set<[UInt8]> {
+                let data = try relay.exportRange(after: 0, filter: filter, excludingOrigin: writer, maxEvents: 4_096)
+                return Set(try EventRange(decoding: Array(data)).events.map(\.payload)).intersection(secondPayloads)
+            }
+            #expect(try exported(.automaticSmall(maxPayload: 1_024)) == [[9]])
+            #expect(try exported(.syncable) == [[9], [UInt8](repeating: 7, count: 2_000), [8]])
+            let writer = try #require(try origin.replicaInfo().writer)
+            #expect(try exported(.syncable, excluding: writer).isEmpty)
+        }
+    }
+
     // MARK: - Helpers
 
     /// Two members of one passphrase group (see ``HostilePeerTests/withGroup(_:)``); the honest

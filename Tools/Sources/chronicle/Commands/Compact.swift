@@ -21,7 +21,7 @@ extension ChronicleCommand {
         @Option(help: ArgumentHelp("Drop history older than this date (ISO 8601).", valueName: "DATE")) var before: String?
         @Option(help: "Drop history older than this many days (default 30).") var olderThanDays: Int?
         @Flag(help: "Shrink the data file afterwards (no other process may have the store open).") var reclaim = false
-        @Flag(help: "Also drop relay-only records (newer-format items a store without the group's key keeps to relay).")
+        @Flag(help: "Also drop relay-only records (newer-format items, and second versions of identities, that a store without the group's key keeps to relay).")
         var dropRelayOnly = false
 
         func validate() throws {
