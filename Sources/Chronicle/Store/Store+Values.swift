@@ -36,7 +36,7 @@ extension Store {
     func decode<K: ValueKey>(_ entry: ViewEntry?, for key: K, default defaultValue: K.Value) throws(ChronicleError) -> K.Value {
         var (entry, name) = (entry, key.name)
         if entry == nil, !key.formerNames.isEmpty, let former = try formerEntry(of: key) {
-            (entry, name) = former
+            (entry, name) = (former.entry, former.name)
         }
         guard let entry, entry.op == .set else { return defaultValue }
         // A sealed value is opened under the name it was sealed with (the seal binds it).
@@ -45,12 +45,12 @@ extension Store {
     }
 
     /// The newest entry among a renamed key's former names, and the name it is under.
-    private func formerEntry(of key: AnyKey) throws(ChronicleError) -> (ViewEntry, String)? {
+    private func formerEntry(of key: AnyKey) throws(ChronicleError) -> (entry: ViewEntry, name: String)? {
         let eventLog = try eventLog
-        var newest: (ViewEntry, String)?
+        var newest: (entry: ViewEntry, name: String)?
         for name in key.formerNames {
             guard let entry = try mappingErrors({ try eventLog.entry(key.domain, name) }) else { continue }
-            if let current = newest, !(entry.hlc > current.0.hlc) { continue }
+            if let current = newest, !(entry.hlc > current.entry.hlc) { continue }
             newest = (entry, name)
         }
         return newest
