@@ -12,12 +12,16 @@ package enum RecordKind: UInt8, Sendable {
     /// From this record on, the chain is keyed with the chain subkey of the data key whose
     /// 16-byte id is the body; the record itself is hashed with that key.
     case chainKey = 5
+    /// A run of records that retention dropped, stored under the run's last sequence: the
+    /// first sequence, the chain hash before the run and a MAC (see ``Gap``). Its chain-hash
+    /// field is the one the run's last record had.
+    case gap = 6
 }
 
 /// A record of the local log as stored in the `events` database (docs/FORMAT.md, section 4):
 ///
 /// ```
-/// u8    record kind (1 event, 3 anchor, 4 opaque, 5 chain key)
+/// u8    record kind (1 event, 3 anchor, 4 opaque, 5 chain key, 6 gap)
 /// n     body
 /// [32]  chain hash = BLAKE2b-256(key: chain subkey once keyed, previous chain hash ‖ sequence (u64 BE) ‖ kind ‖ body)
 /// ```

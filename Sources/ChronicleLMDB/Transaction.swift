@@ -113,6 +113,32 @@ package struct Transaction: ~Copyable {
         }
     }
 
+    /// Visits key/value pairs in descending key order, starting at the greatest key less than
+    /// `end`, until `body` returns `false`. The buffers are valid only during `body`.
+    package func scanBackwardInPlace(
+        _ database: Database,
+        before end: [UInt8],
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        try withCursor(database) { cursor throws in
+            var key = MDB_val()
+            var value = MDB_val()
+            var rc = end.withMDBVal { endVal in
+                key = endVal
+                return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
+            }
+            // At the first key at or after `end` (step back once), or past the last key.
+            rc = rc == 0 ? mdb_cursor_get(cursor, &key, &value, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &key, &value, MDB_LAST) : rc
+            while rc == 0 {
+                let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+                let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+                guard try body(keyBuffer, valueBuffer) else { return }
+                rc = mdb_cursor_get(cursor, &key, &value, MDB_PREV)
+            }
+            if rc != MDB_NOTFOUND { try check(rc) }
+        }
+    }
+
     /// The last key/value pair of `database` in key order, or `nil` when it is empty.
     package func last(_ database: Database) throws -> (key: [UInt8], value: [UInt8])? {
         var result: (key: [UInt8], value: [UInt8])?

@@ -65,6 +65,51 @@ package enum CompactedIdentities {
         return found
     }
 
+    /// How many rows of an origin's present identities ``add(origin:counters:_:_:)`` reads to
+    /// join ranges across them; past it, ranges join across what it read (more rows, never a
+    /// range over an identity this log has not seen).
+    static let maxPresentRead = 65_536
+
+    /// Records `counters` (ascending, their own rows already deleted) as compacted identities of
+    /// `origin`, joined with the origin's neighbouring ranges wherever only identities still in
+    /// the log lie between: an origin's dropped events take a few rows, not one each.
+    package static func add(origin: ReplicaID, counters: [UInt64], _ txn: borrowing Transaction, _ dbs: Databases) throws {
+        guard let low = counters.first, let high = counters.last else { return }
+        var ranges: [ClosedRange<UInt64>] = []
+        let originBytes = origin.bytes
+        // The range before the first counter.
+        try txn.scanBackwardInPlace(dbs.dots, before: key(origin: origin, last: low)) { key, value in
+            if let range = parse(key: Array(key), value: Array(value)), range.origin == origin { ranges.append(range.range) }
+            return false
+        }
+        // Ranges that end at or after the first counter: those that begin before the last one
+        // ends, and the next after it.
+        var passed = 0
+        try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: low)) { key, value in
+            guard key.count >= 17, key[0] == tag, key[1..<17].elementsEqual(originBytes) else { return false }
+            guard let range = parse(key: Array(key), value: Array(value)) else {
+                passed += 1
+                return passed < maxKeysPassedOver
+            }
+            ranges.append(range.range)
+            return range.range.lowerBound <= high && ranges.count < maxPresentRead
+        }
+        let windowLow = ranges.map(\.lowerBound).min().map { min($0, low) } ?? low
+        let windowHigh = ranges.map(\.upperBound).max().map { max($0, high) } ?? high
+        var present: [UInt64] = []
+        try txn.scanInPlace(dbs.dots, from: originBytes.appendingBigEndian(windowLow)) { key, _ in
+            guard key.count == 24, key[0..<16].elementsEqual(originBytes) else { return false }
+            let counter = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+            guard counter <= windowHigh else { return false }
+            present.append(counter)
+            return present.count < maxPresentRead
+        }
+        for range in ranges { _ = try txn.delete(dbs.dots, key: key(origin: origin, last: range.upperBound)) }
+        for range in merge(compacted: ranges + counters.map { $0...$0 }, present: present) {
+            try txn.put(dbs.dots, key: key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)
+        }
+    }
+
     /// A stored range, or `nil` for any other `dots` row.
     package static func parse(key: [UInt8], value: [UInt8]) -> (origin: ReplicaID, range: ClosedRange<UInt64>)? {
         guard key.count == 25, key[0] == tag, let origin = ReplicaID(bytes: Array(key[1..<17])),

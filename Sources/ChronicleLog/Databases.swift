@@ -20,6 +20,9 @@ package struct Databases: Sendable {
     package let deferred: Database
     /// Items peers sent that failed authentication or validation: `u64 id` → ``QuarantineRecord``.
     package let quarantine: Database
+    /// The retention a key declared when this store last wrote it: `domain ‖ name length ‖ name` → u32
+    /// revisions kept (0: all). A key without a row keeps the store's default (``LogOptions/retention``).
+    package let retention: Database
 
     package init(environment: Environment) throws {
         meta = try environment.openDatabase(named: "meta")
@@ -33,6 +36,7 @@ package struct Databases: Sendable {
         peers = try environment.openDatabase(named: "peers")
         deferred = try environment.openDatabase(named: "deferred")
         quarantine = try environment.openDatabase(named: "quarantine")
+        retention = try environment.openDatabase(named: "retention")
     }
 
     package func view(_ domain: Domain) -> Database {

@@ -1,5 +1,6 @@
 import ChronicleFormat
 import ChronicleLMDB
+import Synchronization
 
 /// The history index: `latest` names each key's last record, and `previous` links every record to
 /// the same key's record before it, so a key's history is a walk down its links.
@@ -19,6 +20,7 @@ extension EventLog {
     /// Indexes the record at `sequence`, the newest in the log, as its key's latest.
     func indexHistory(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction) throws {
         let name = HistoryKey.prefix(domain: event.domain, name: event.key)
+        sweepSchedule.withLock { $0.appended(name) }
         let position = sequence.bigEndianBytes
         if let last = try txn.get(dbs.latest, key: name) {
             guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {

@@ -67,7 +67,8 @@ extension EventLog {
         try environment.read { txn in
             let epoch = try Self.epoch(txn, dbs)
             guard sequence > 0 else { return (true, epoch) }
-            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (false, epoch) }
+            // A place inside a gap: retention dropped the record there, and the epoch confirms it.
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try isInsideGap(sequence, txn), epoch) }
             return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
         }
     }
@@ -116,7 +117,10 @@ extension EventLog {
             }
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let revisions = try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 } ?? historySequences(domain, name, txn).count
+                    let retention = try retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+                    let revisions =
+                        try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 }
+                        ?? retainedSequences(domain, name, keeping: retention, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,

@@ -66,7 +66,7 @@ extension EventLog {
                 }
                 let record = try LogRecord(decoding: value, sequence: sequence)
                 switch record.kind {
-                case .anchor, .chainKey:
+                case .anchor, .chainKey, .gap:
                     break  // records of this log's own chain: nothing to send
                 case .opaque:
                     guard let item = OpaqueEvent(relayRecord: record.body) else {

@@ -29,10 +29,13 @@ extension EventLog {
         }
     }
 
-    /// Every event of a key, oldest first in the conflict order, with its local sequence.
+    /// The events of a key that its retention keeps, oldest first in the conflict order, with
+    /// their local sequences: exactly what the automatic compaction leaves, whether or not it
+    /// has run since the last write.
     package func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
         try environment.read { txn in
-            let events = try historySequences(domain, name, txn).map { sequence in
+            let retention = try retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+            let events = try retainedSequences(domain, name, keeping: retention, txn).map { sequence in
                 guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
                 }

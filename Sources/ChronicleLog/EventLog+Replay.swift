@@ -6,8 +6,10 @@ import Foundation
 extension EventLog {
     /// What a replay found besides the events it visited.
     package struct Replay {
-        /// Records read.
+        /// Records read (gap records aside).
         package var records = 0
+        /// Sequences the log covers: its records and the runs its gaps stand for.
+        package var covered: UInt64 = 0
         /// Whether the chain was keyed at the end of the log.
         package var keyed = false
         /// The first sequence the chain is keyed at, if it is.
@@ -35,20 +37,47 @@ extension EventLog {
         var keyedFrom: UInt64? = hashKey == nil ? nil : 1
         var expected: UInt64 = 1
         var count = 0
+        // The key of gap MACs: the head's chain key (looked up at the first gap).
+        var gapKey: KeyedHash??
         try txn.scanInPlace(dbs.events) { key, value in
             guard key.count == 8 else {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
             }
             let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
             guard sequence <= limit else { return false }
-            guard sequence == expected else {
-                throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
-            }
             // Split in place: kind ‖ body ‖ hash, reading the record straight from the map.
             guard value.count > 1 + LogRecord.hashLength, let kind = RecordKind(rawValue: value[0]) else {
                 throw ChronicleError.corruptRecord(sequence: sequence, reason: "record of \(value.count) bytes has no known kind")
             }
             let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
+            if kind == .gap {
+                // A run of dropped records: it must start where the log is, follow the chain, and
+                // carry a MAC only the chain key makes (or, unkeyed, a checksum).
+                let stored = Array(UnsafeRawBufferPointer(rebasing: value[(value.count - LogRecord.hashLength)...]))
+                let gap: Gap
+                do { gap = try Gap(decoding: Array(body)) } catch {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "gap: \(error)")
+                }
+                guard gap.first == expected, gap.first <= sequence else {
+                    throw ChronicleError.corruptRecord(
+                        sequence: expected, reason: "a gap over \(gap.first)...\(sequence) where the log is at \(expected)")
+                }
+                guard gap.chainBefore == previous else {
+                    throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (a gap that does not follow the record before it)")
+                }
+                if gapKey == nil { gapKey = .some(try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID)) }
+                let mac = Gap.mac(key: gapKey ?? nil, first: gap.first, last: sequence, chainBefore: gap.chainBefore, chainAtLast: stored)
+                guard Sodium.constantTimeEqual(mac, gap.mac) else {
+                    throw ChronicleError.corruptRecord(
+                        sequence: sequence, reason: "a gap whose MAC does not verify (records were removed or a gap edited without the key)")
+                }
+                previous = stored
+                expected = sequence + 1
+                return true
+            }
+            guard sequence == expected else {
+                throw ChronicleError.corruptRecord(sequence: expected, reason: "missing from the log (next present: \(sequence))")
+            }
             if kind == .chainKey {
                 // From this record on the chain is keyed (the record itself included).
                 guard let id = KeyID(bytes: body) else {
@@ -93,7 +122,7 @@ extension EventLog {
             count += 1
             return true
         }
-        return Replay(records: count, keyed: hashKey != nil, keyedFrom: keyedFrom, chain: previous)
+        return Replay(records: count, covered: expected - 1, keyed: hashKey != nil, keyedFrom: keyedFrom, chain: previous)
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
@@ -142,8 +171,8 @@ extension EventLog {
     /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
     private func verifyHead(_ txn: borrowing Transaction, _ replay: Replay) throws {
         let head = try LogHead.read(txn, dbs)
-        guard UInt64(replay.records) == head.sequence else {
-            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.records)")
+        guard replay.covered == head.sequence else {
+            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.covered)")
         }
         // The head's chain hash must be the log's own: a head MAC over another chain (an old head
         // put back over a log cut or rewritten since) says nothing about this log.

@@ -47,7 +47,7 @@ extension EventLog {
     /// - Returns: the number of events written.
     @discardableResult
     package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
-        let (committed, counter) = try withHead { txn, head in
+        let (committed, counter, notes) = try withHead { txn, head in
             var counter = LocalCounter(last: writerCounter.withLock { $0 })
             try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
             var changes: [PendingChange] = []
@@ -57,10 +57,12 @@ extension EventLog {
                 }
             }
             defer { Self.wipePlaintexts(changes) }  // this attempt's plaintexts, also on a throw (a retry opens them again)
-            let out = try applyLocal(changes, txn, &head, &counter)
-            return (out, counter.last)
+            var notes: [RetentionNote] = []
+            let out = try applyLocal(changes, txn, &head, &counter, &notes)
+            return (out, counter.last, notes)
         }
         writerCounter.withLock { $0 = max($0, counter) }
+        rememberRetention(notes)
         if !committed.isEmpty { observers.publish(committed) }
         return committed.count
     }
@@ -71,15 +73,17 @@ extension EventLog {
         if groups.allSatisfy(\.isEmpty) { return groups.map { _ in .success([]) } }
         let results: [Result<[CommittedEvent], any Error>]
         do {
-            let (committed, counter, promoted) = try withHead { txn, head in
+            let (committed, counter, promoted, notes) = try withHead { txn, head in
                 // One counter through every group: the taken ones are looked up once a transaction.
                 var counter = LocalCounter(last: writerCounter.withLock { $0 })
                 let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
-                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
-                return (out, counter.last, promoted)
+                var notes: [RetentionNote] = []
+                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter, &notes)) }
+                return (out, counter.last, promoted, notes)
             }
             writerCounter.withLock { $0 = max($0, counter) }
+            rememberRetention(notes)
             if !promoted.promoted.isEmpty {
                 observers.publish(promoted.promoted)
                 schedulePromotion(at: promoted.nextDue)
@@ -90,12 +94,14 @@ extension EventLog {
             results = groups.map { changes in
                 Result {
                     if changes.isEmpty { return [] }  // a flush's marker
-                    let (out, counter) = try withHead { txn, head in
+                    let (out, counter, notes) = try withHead { txn, head in
                         var counter = LocalCounter(last: writerCounter.withLock { $0 })
-                        let out = try applyLocal(changes, txn, &head, &counter)
-                        return (out, counter.last)
+                        var notes: [RetentionNote] = []
+                        let out = try applyLocal(changes, txn, &head, &counter, &notes)
+                        return (out, counter.last, notes)
                     }
                     writerCounter.withLock { $0 = max($0, counter) }
+                    rememberRetention(notes)
                     return out
                 }
             }
@@ -118,7 +124,8 @@ extension EventLog {
     }
 
     private func applyLocal(
-        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout LocalCounter
+        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout LocalCounter,
+        _ notes: inout [RetentionNote]
     ) throws -> [CommittedEvent] {
         if counter.last == 0, !changes.isEmpty {
             // The first event of this writer: record the writer (and when it was drawn) in `meta`.
@@ -138,6 +145,7 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
+            try recordRetention(of: change, txn, notes: &notes)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
@@ -227,7 +235,8 @@ extension EventLog {
     package func withHead<R>(
         _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
     ) throws -> R {
-        try environment.write { txn in
+        defer { sweepIfDue() }
+        return try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
             try checkHeadMAC(head, txn)

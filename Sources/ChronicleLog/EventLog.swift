@@ -1,5 +1,6 @@
 package import ChronicleFormat
 import Foundation
+import Dispatch
 package import ChronicleLMDB
 package import Logging
 import ChronicleSodium
@@ -9,7 +10,10 @@ package import Synchronization
 /// databases, and the single serialized writer. Every ``Store`` on the same
 /// directory in a process shares one `EventLog` (see ``EventLogRegistry``).
 package final class EventLog: Sendable {
-    package static let formatVersion: UInt32 = 1
+    /// The newest store format this build reads: 2 once retention dropped records (gap records).
+    package static let formatVersion: UInt32 = 2
+    /// The format a new store starts with: readable by builds of format 1 until it holds a gap.
+    static let initialFormat: UInt32 = 1
 
     package let environment: Environment
     package let dbs: Databases
@@ -52,6 +56,14 @@ package final class EventLog: Sendable {
     package let maxReceivedPayload: Int
     /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
     package let logger: Logger
+    /// The retention of a key that declared none (from the configuration of the first store opened on the directory).
+    package let defaultRetention: Retention
+    /// When the automatic compaction runs next, and over which keys.
+    let sweepSchedule = Mutex(SweepSchedule(everyKey: true))
+    /// The passes of the automatic compaction in progress (a closing log waits for them).
+    let sweepPasses = DispatchGroup()
+    /// The retention rule each key's row holds, as this process last wrote or read it (`nil`: no row).
+    let recordedRetention = Mutex<[[UInt8]: UInt32?]>([:])
 
     package init(directory: String, configuration: LogOptions) throws {
         // Before the first chain hash, every store's: libsodium asks for it before any use, and it
@@ -63,6 +75,7 @@ package final class EventLog: Sendable {
         driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
         maxReceivedPayload = configuration.maxValueSize + Envelope.overhead
         logger = configuration.logger
+        defaultRetention = configuration.retention
         let durability = configuration.durability
         switch durability {
         case .durable: options.syncMode = .durable
@@ -84,6 +97,7 @@ package final class EventLog: Sendable {
         self.committer.withLock { $0 = committer }
         try reindexHistoryIfAnEarlierBuildWrote()
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
+        sweepIfDue()  // a first pass over every key: garbage of earlier builds or other processes
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in
@@ -113,7 +127,7 @@ package final class EventLog: Sendable {
             let found = UInt32(bigEndianBytes: format) ?? UInt32.max
             guard found <= formatVersion else { throw ChronicleError.incompatibleFormat(found: found, supported: formatVersion) }
         } else {
-            try txn.put(dbs.meta, key: MetaKey.format, value: formatVersion.bigEndianBytes)
+            try txn.put(dbs.meta, key: MetaKey.format, value: initialFormat.bigEndianBytes)
         }
         let home = Self.fileIdentity(directory: directory)
         var replica = try txn.get(dbs.meta, key: MetaKey.replica).flatMap(ReplicaID.init(bytes:))

@@ -42,6 +42,7 @@ package enum EventLogRegistry {
         _ = installExitHook
         return try entries.withLock { entries throws(ChronicleError) in
             if var entry = entries[identity], let eventLog = entry.live {
+                if entry.leases == 0 { eventLog.resumeSweeping() }
                 entry.leases += 1
                 entry.held = eventLog
                 entries[identity] = entry
@@ -92,6 +93,7 @@ package enum EventLogRegistry {
             return closing
         }
         guard closing != nil else { return }
+        closing?.stopSweeping()  // waits for a step of the automatic compaction in progress
         // Changes of the non-throwing forms still queued are committed before the log can close.
         if let eventLog = closing {
             do { try eventLog.settlePending() } catch {

@@ -1,4 +1,5 @@
 package import Logging
+package import ChronicleFormat
 
 /// What the log takes from a store's configuration: the facade's `Store.Configuration` is above
 /// this module, so the store hands down only these.
@@ -23,8 +24,13 @@ package struct LogOptions: Sendable {
     package var logger: Logger
     /// When a commit reaches the disk.
     package var durability: Durability
+    /// How many revisions a key keeps when it declared none (see ``Retention``).
+    package var retention: Retention
 
-    package init(initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability) {
+    package init(
+        initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability, retention: Retention = .standard
+    ) {
+        self.retention = retention
         self.initialMapSize = initialMapSize
         self.maxClockDrift = maxClockDrift
         self.maxValueSize = maxValueSize

@@ -32,8 +32,10 @@ package struct PendingChange: Sendable {
     /// stamped ``HLC/imported`` (it loses to every change made with a clock), a renamed value
     /// keeps its original time.
     package var stamp: HLC? = nil
+    /// The retention the key declared (`nil`: the store's default), recorded for the key as it commits.
+    package var retention: Retention? = nil
 
-    package init(domain: Domain, key: String, policy: SyncPolicy, op: ChangeOperation, encoding: UInt8, payload: [UInt8], sealer: (any EventSealer)? = nil, authenticator: (any EventSealer)? = nil, ticket: UInt64 = 0, expectedOrder: ConflictOrder?? = nil, expectedTicket: UInt64? = nil, stamp: HLC? = nil) {
+    package init(domain: Domain, key: String, policy: SyncPolicy, op: ChangeOperation, encoding: UInt8, payload: [UInt8], sealer: (any EventSealer)? = nil, authenticator: (any EventSealer)? = nil, ticket: UInt64 = 0, expectedOrder: ConflictOrder?? = nil, expectedTicket: UInt64? = nil, stamp: HLC? = nil, retention: Retention? = nil) {
         self.domain = domain
         self.key = key
         self.policy = policy
@@ -46,6 +48,7 @@ package struct PendingChange: Sendable {
         self.expectedOrder = expectedOrder
         self.expectedTicket = expectedTicket
         self.stamp = stamp
+        self.retention = retention
     }
 }
 

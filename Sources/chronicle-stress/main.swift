@@ -22,7 +22,8 @@ import Foundation
 //   import-once STORE-DIR FILE  imports one range file, prints "received <n>"
 //   reclaim STORE-DIR           compacts before 2001 (drops nothing recent), closes, reclaims space
 //   fill STORE-DIR N            N events (1,000 keys, batches of 1,000): a large log to measure tools on
-// CHRONICLE_PASSPHRASE, when set, opens the store with that passphrase.
+// CHRONICLE_PASSPHRASE, when set, opens the store with that passphrase; CHRONICLE_RETENTION=N
+// keeps N revisions a key (the automatic compaction then runs all the time).
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
@@ -45,11 +46,14 @@ if mode == "reclaim" {
 let store: Store
 do {
     let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
+    var configuration = Store.Configuration()
     if let passphrase = ProcessInfo.processInfo.environment["CHRONICLE_PASSPHRASE"] {
-        store = try Store(directory: directory, configuration: Store.Configuration(keySource: .passphrase(passphrase)))
-    } else {
-        store = try Store(directory: directory)
+        configuration.keySource = .passphrase(passphrase)
     }
+    if let kept = ProcessInfo.processInfo.environment["CHRONICLE_RETENTION"].flatMap(Int.init) {
+        configuration.retention = .revisions(kept)
+    }
+    store = try Store(directory: directory, configuration: configuration)
 } catch {
     FileHandle.standardError.write(Data("open failed: \(error)\n".utf8))
     exit(1)

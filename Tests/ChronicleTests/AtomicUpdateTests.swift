@@ -32,7 +32,7 @@ struct AtomicUpdateTests {
 
     @Test func threadsIncrementingLoseNoUpdate() throws {
         try withTemporaryStore { store, _ in
-            let key = Key<Int>("threads.inc", default: 0)
+            let key = Key<Int>("threads.inc", default: 0, retention: .forever)  // every update stays, to be counted
             let finished = WritePathTests.onThreads(4) { thread in
                 for i in 0..<100 {
                     // Non-throwing writes of the same key in between: update waits for them.

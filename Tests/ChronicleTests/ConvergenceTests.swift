@@ -13,16 +13,21 @@ struct ConvergenceTests {
     static let local = Key<Int>("c.local", default: -1, sync: .never)
 
     /// Random operations on 3–5 replicas, random pairwise exchanges with dropped,
-    /// duplicated and reordered batches and failing transports; then one full
-    /// round of syncs. Every replica must end with the same views and winners.
+    /// duplicated and reordered batches, failing transports and compactions by retention; then
+    /// one full round of syncs. Every replica must end with the same views and winners.
     @Test(arguments: 0..<24)
     func replicasConverge(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         let count = Int.random(in: 3...5, using: &random)
-        try await withTemporaryStores(count) { stores in
+        // Every replica keeps two revisions a key, and compacts between other steps.
+        var configuration = Store.Configuration()
+        configuration.retention = .revisions(2)
+        try await withTemporaryStores(count, configuration: configuration) { stores in
             for _ in 0..<60 {
                 let store = stores[Int.random(in: 0..<count, using: &random)]
-                switch Int.random(in: 0..<10, using: &random) {
+                switch Int.random(in: 0..<11, using: &random) {
+                case 10:
+                    _ = try store.applyRetention()
                 case 0..<5:
                     store[Self.keys.randomElement(using: &random)!] = Int.random(in: 0..<1000, using: &random)
                 case 5:

@@ -13,11 +13,15 @@ let killsPerMode = ProcessInfo.processInfo.environment["CHRONICLE_RELIABILITY"] 
 
 /// Starts a stress child, lets it run until its first acknowledged write and then a random
 /// moment more, kills it with SIGKILL, and returns every line it printed.
-func runAndKill(_ mode: String, store: URL, extra: [String] = [], random: inout SeededGenerator) async throws -> [String] {
+func runAndKill(
+    _ mode: String, store: URL, extra: [String] = [], environment: [String: String] = [:], random: inout SeededGenerator
+) async throws -> [String] {
     let delay = Duration.microseconds(Int.random(in: 1_000...150_000, using: &random))
+    var overrides: [Subprocess.Environment.Key: String?] = [:]
+    for (name, value) in environment { overrides[Subprocess.Environment.Key(stringLiteral: name)] = value }
     let result = try await Subprocess.run(
         .path(FilePath(try stressExecutable().path)), arguments: Arguments([mode, store.path] + extra),
-        input: .none, output: .sequence, error: .discarded
+        environment: .inherit.updating(overrides), input: .none, output: .sequence, error: .discarded
     ) { execution in
         var lines: [String] = []
         var killer: Task<Void, Never>?

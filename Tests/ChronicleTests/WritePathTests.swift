@@ -29,7 +29,9 @@ struct WritePathTests {
     }
 
     @Test func plainThreadsUsingTheNonThrowingSetterNeverStall() throws {
-        try withTemporaryStore { store, _ in
+        var keepEverything = Store.Configuration()
+        keepEverything.retention = .forever  // every write stays, to be counted
+        try withTemporaryStore(configuration: keepEverything) { store, _ in
             let rounds = 3_000
             let finished = Self.onThreads(4) { thread in
                 for i in 1...rounds { store[Key<Int>("threads.\(thread).\(i % 4)", default: 0)] = i }

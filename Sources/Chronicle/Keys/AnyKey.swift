@@ -38,12 +38,16 @@ public class AnyKey: @unchecked Sendable, CustomStringConvertible {
     /// Older names of this key: when the key has no value under ``name``,
     /// reads fall back to the newest value under these names.
     public let formerNames: [String]
+    /// How many revisions of the key the store keeps; `nil`: the store's default
+    /// (``Store/Configuration/retention``, the newest 100 unless configured).
+    public let retention: Retention?
     let domain: Domain
 
-    init(name: String, domain: Domain, sync: SyncPolicy, formerNames: [String]) {
+    init(name: String, domain: Domain, sync: SyncPolicy, retention: Retention? = nil, formerNames: [String]) {
         self.name = name
         self.domain = domain
         self.sync = sync
+        self.retention = retention
         self.formerNames = formerNames
     }
 

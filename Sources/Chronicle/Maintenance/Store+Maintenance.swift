@@ -89,6 +89,39 @@ extension Store {
         }
     }
 
+    /// Drops a key's history on this replica at once: every revision its current value does not
+    /// need, sealed ones included, whatever the key's ``Retention``; what ``Retention/latest``
+    /// keeps stays (the current revision, and the newest one that syncs when the current one
+    /// does not).
+    ///
+    /// ```swift
+    /// try store.purgeHistory(of: .apiToken)   // old tokens gone from this device's log
+    /// ```
+    ///
+    /// Sequences of the revisions kept do not change, so `changes(from:)` readers and peers keep
+    /// their places; the identities dropped are remembered, so no peer brings them back. Peers keep
+    /// their own copies of the revisions they received until their own retention drops them (to
+    /// drop an old secret everywhere, rotate the data key with `reseal: true`). Freed pages are
+    /// reused by later writes; they may hold old bytes until then (``reclaimSpace(directory:)``
+    /// rewrites the file).
+    /// - Returns: the number of revisions dropped.
+    @discardableResult
+    public func purgeHistory(of key: AnyKey) throws(ChronicleError) -> Int {
+        try AnyKey.validate(name: key.name)
+        let eventLog = try settledEventLog
+        return try mappingErrors { try eventLog.purgeHistory(key.domain, key.name) }
+    }
+
+    /// Applies every key's ``Retention`` now, over the whole log: what the store also does by
+    /// itself, in short steps after writes and when it opens. For tools and tests that want it done
+    /// at a known moment; an app never needs to call it.
+    /// - Returns: the number of revisions dropped.
+    @discardableResult
+    public func applyRetention() throws(ChronicleError) -> Int {
+        let eventLog = try settledEventLog
+        return try mappingErrors { try eventLog.applyRetention() }
+    }
+
     /// Shrinks a store's data file to the pages in use: a compacting copy
     /// (`mdb_env_copy2`), then an atomic rename over the old file.
     ///

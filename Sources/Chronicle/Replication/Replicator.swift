@@ -171,7 +171,7 @@ public actor Replicator {
         var sent = try await BlockingWork.run { () throws -> UInt64 in
             // Our own log under the checkpoint changed (compacted, restored): push from the start.
             let chain = pushCheckpoint.sequence > 0 ? pushCheckpoint.chain : nil
-            let matches = try chain.map { try eventLog.chainHash(at: pushCheckpoint.sequence) == $0 } ?? true
+            let matches = try chain.map { try eventLog.chainMatches(at: pushCheckpoint.sequence, $0) } ?? true
             return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches)
         }
         var pushedAny = false

@@ -38,6 +38,10 @@ extension Store {
         /// exports, HTTP), and the least a received one may have. Always ``KeyDerivationCost/moderate``
         /// outside the project's own tests, which lower it to stay fast.
         var travelKeyCost: KeyDerivationCost = .moderate
+        /// How many revisions a key keeps when it declares no ``Retention`` of its own. Default
+        /// ``Retention/standard``: the newest 100. The store drops older ones by itself, in short
+        /// steps after writes; a key's current value never changes for it.
+        public var retention: Retention = .standard
 
         /// Creates a configuration.
         public init(
@@ -72,6 +76,7 @@ extension Store.Configuration {
             case let .noSync(interval): .noSync(flushInterval: interval)
             }
         return LogOptions(
-            initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: sync)
+            initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: sync,
+            retention: retention)
     }
 }

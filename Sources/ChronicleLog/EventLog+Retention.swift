@@ -1,0 +1,268 @@
+package import ChronicleFormat
+import ChronicleLMDB
+import Dispatch
+import Logging
+import Synchronization
+
+/// Retention: which of a key's records the log keeps, the automatic compaction that drops the
+/// others in short steps, and dropping a key's history at once.
+///
+/// Kept, whatever the key's retention: its newest records (by sequence, as many as it keeps), its
+/// winning record (sets and removes alike), its greatest record that may leave this replica when
+/// the winner may not (so a device-only winner never hides a replicated value from peers), and
+/// records the drift guard holds back. So no current value changes, here or on any replica that
+/// syncs with this one later. Kept records keep their sequences and chain hashes; dropped ones
+/// become gap records (``Gap``), and their identities compacted ranges.
+extension EventLog {
+    /// Records one step of the automatic compaction drops at most (one write transaction).
+    static let maxDropsPerStep = 4096
+    /// Keys one step of the automatic compaction looks at.
+    static let keysPerStep = 256
+
+    // MARK: - The rules
+
+    /// The retention of the key whose history prefix is `prefix`: what it declared when this
+    /// store last wrote it, else the store's default.
+    func retention(ofPrefix prefix: [UInt8], _ txn: borrowing Transaction) throws -> Retention {
+        guard let bytes = try txn.get(dbs.retention, key: prefix), bytes.count == 4 else { return defaultRetention }
+        return Retention(rule: UInt32(bigEndianBytes: bytes) ?? 0)
+    }
+
+    /// Records the retention the change's key declared (no row: the default), when it differs
+    /// from the row there. Remembered per process after the commit, so a key's rule costs one
+    /// lookup a process.
+    func recordRetention(of change: PendingChange, _ txn: borrowing Transaction, notes: inout [RetentionNote]) throws {
+        let declared = change.retention?.rule
+        let prefix = HistoryKey.prefix(domain: change.domain, name: change.key)
+        if recordedRetention.withLock({ $0[prefix] }) == .some(declared) { return }
+        let stored = try txn.get(dbs.retention, key: prefix).flatMap { UInt32(bigEndianBytes: $0) }
+        if stored != declared {
+            if let declared {
+                try txn.put(dbs.retention, key: prefix, value: declared.bigEndianBytes)
+            } else {
+                try txn.delete(dbs.retention, key: prefix)
+            }
+        }
+        notes.append(RetentionNote(prefix: prefix, rule: declared))
+    }
+
+    /// A key's rule as its last commit left it (applied to ``recordedRetention`` once the commit is in).
+    struct RetentionNote {
+        var prefix: [UInt8]
+        var rule: UInt32?
+    }
+
+    func rememberRetention(_ notes: [RetentionNote]) {
+        guard !notes.isEmpty else { return }
+        recordedRetention.withLock { recorded in
+            if recorded.count > 65_536 { recorded = [:] }
+            for note in notes { recorded[note.prefix] = .some(note.rule) }
+        }
+    }
+
+    // MARK: - Which records go
+
+    /// What retention drops of one key, decided in one transaction.
+    struct KeyDrops {
+        var domain: Domain
+        var name: String
+        /// Every record of the key, newest first.
+        var sequences: [UInt64]
+        /// The records to drop, with their events.
+        var dropped: [(sequence: UInt64, event: Event)]
+        /// Whether records beyond this step's budget remain to drop.
+        var unfinished: Bool
+    }
+
+    /// The records of a key that `retention` keeps, newest first (what `history(of:)` shows).
+    func retainedSequences(_ domain: Domain, _ name: String, keeping retention: Retention, _ txn: borrowing Transaction) throws -> [UInt64] {
+        let sequences = try historySequences(domain, name, txn)
+        guard let plan = try planDrops(domain, name, sequences: sequences, keeping: retention, budget: .max, txn) else { return sequences }
+        let dropped = Set(plan.dropped.map(\.sequence))
+        return sequences.filter { !dropped.contains($0) }
+    }
+
+    /// The records of a key that `retention` drops, oldest first, at most `budget`; `nil` when none.
+    func planDrops(
+        _ domain: Domain, _ name: String, sequences: [UInt64], keeping retention: Retention, budget: Int, _ txn: borrowing Transaction
+    ) throws -> KeyDrops? {
+        guard let keep = retention.keptRevisions, sequences.count > keep else { return nil }
+        let winner = try txn.get(dbs.view(domain), key: Array(name.utf8)).map { try ViewEntry.decoding($0, key: name) }
+        // The winner is the greatest record in the views; when it may leave this replica, no other
+        // record that may is greater. Otherwise the greatest one that may is kept too.
+        var replicated: UInt64?
+        if let winner, winner.policy == .never {
+            var best: ConflictOrder?
+            for sequence in sequences {
+                let event = try event(at: sequence, txn)
+                guard event.policy != .never, try !isHeldBack(event, sequence, txn) else { continue }
+                if best.map({ event.order > $0 }) ?? true {
+                    best = event.order
+                    replicated = sequence
+                }
+            }
+        }
+        var dropped: [(sequence: UInt64, event: Event)] = []
+        var unfinished = false
+        for sequence in sequences[keep...].reversed() {  // oldest first
+            if sequence == winner?.sequence || sequence == replicated { continue }
+            let event = try event(at: sequence, txn)
+            if try isHeldBack(event, sequence, txn) { continue }
+            if dropped.count >= budget {
+                unfinished = true
+                break
+            }
+            dropped.append((sequence, event))
+        }
+        guard !dropped.isEmpty else { return nil }
+        return KeyDrops(domain: domain, name: name, sequences: sequences, dropped: dropped, unfinished: unfinished)
+    }
+
+    /// The event at `sequence`, which the history index names.
+    private func event(at sequence: UInt64, _ txn: borrowing Transaction) throws -> Event {
+        guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
+            throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
+        }
+        return try LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence)
+    }
+
+    private func isHeldBack(_ event: Event, _ sequence: UInt64, _ txn: borrowing Transaction) throws -> Bool {
+        try txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+    }
+
+    /// Splits a history prefix (``HistoryKey``) into its domain and name.
+    static func key(ofPrefix prefix: [UInt8]) -> (domain: Domain, name: String)? {
+        guard prefix.count >= 3, let domain = Domain(rawValue: prefix[0]), Int(prefix[1]) == prefix.count - 2 else { return nil }
+        return (domain, String(decoding: prefix[2...], as: UTF8.self))
+    }
+
+    // MARK: - Dropping a key's history at once
+
+    /// Drops every record of a key that its current value does not need, in one transaction,
+    /// whatever its retention: what ``Retention/latest`` keeps stays.
+    /// - Returns: the number of records dropped.
+    package func purgeHistory(_ domain: Domain, _ name: String) throws -> Int {
+        try withHead(.whenAppended) { txn, head in
+            let sequences = try historySequences(domain, name, txn)
+            guard let plan = try planDrops(domain, name, sequences: sequences, keeping: .latest, budget: .max, txn) else { return 0 }
+            try drop(plan, txn, &head)
+            return plan.dropped.count
+        }
+    }
+
+    // MARK: - The automatic compaction
+
+    /// Starts a pass of the automatic compaction on a utility thread when one is due and none
+    /// runs: after every write transaction, and when the log opens.
+    func sweepIfDue() {
+        let passes = sweepPasses
+        // Started and counted under one lock, so a closing log's wait never misses a pass.
+        let started = sweepSchedule.withLock { schedule -> SweepSchedule.Work? in
+            guard let work = schedule.start() else { return nil }
+            passes.enter()
+            return work
+        }
+        guard let work = started else { return }
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            // Left after the last use of `self`: once a closing log's wait returns, no pass holds it.
+            defer { passes.leave() }
+            var unfinished: [[UInt8]] = []
+            do {
+                unfinished = try self?.sweep(work).unfinished ?? []
+            } catch {
+                self?.logger.debug("chronicle: automatic compaction stopped", metadata: ["error": "\(ChronicleError.wrap(error))"])
+            }
+            self?.sweepSchedule.withLock { $0.finish(unfinished: unfinished) }
+        }
+    }
+
+    /// Runs one pass in steps of at most ``keysPerStep`` keys and ``maxDropsPerStep`` records, each
+    /// its own write transaction (a step that finds nothing to drop opens none). Stops when the
+    /// log closes. Returns the records it dropped, and the keys it left unfinished.
+    func sweep(_ work: SweepSchedule.Work) throws -> (dropped: Int, unfinished: [[UInt8]]) {
+        var dropped = 0
+        var cursor: [UInt8]?
+        var queue: ArraySlice<[UInt8]> = []
+        if case let .keys(keys) = work { queue = keys[...] }
+        while true {
+            // The next keys: from the snapshot, or the next rows of `latest`.
+            var batch: [[UInt8]] = []
+            switch work {
+            case .keys:
+                batch = Array(queue.prefix(Self.keysPerStep))
+                queue = queue.dropFirst(batch.count)
+            case .everyKey:
+                try environment.read { txn in
+                    let start = cursor.map { $0 + [0] }
+                    try txn.scan(dbs.latest, from: start) { key, _ in
+                        batch.append(key)
+                        return batch.count < Self.keysPerStep
+                    }
+                }
+                cursor = batch.last
+            }
+            if batch.isEmpty { return (dropped, []) }
+            var step = try sweepStep(batch)
+            dropped += step.dropped
+            // A key with more to drop than one step's budget: again, in steps, until it is done.
+            while step.open, !step.unfinished.isEmpty {
+                step = try sweepStep(step.unfinished)
+                dropped += step.dropped
+            }
+            guard step.open else { return (dropped, batch) }
+        }
+    }
+
+    /// One step over `prefixes`: finds what they drop in a read transaction, then drops it in a
+    /// write transaction (deciding again there). `open` is false once the log is closing.
+    private func sweepStep(_ prefixes: [[UInt8]]) throws -> (open: Bool, dropped: Int, unfinished: [[UInt8]]) {
+        let candidates = try environment.read { txn -> [[UInt8]] in
+            guard try txn.count(dbs.legacyHistory) == 0 else { return [] }  // the next write reindexes first
+            return try prefixes.filter { prefix in
+                guard let key = Self.key(ofPrefix: prefix), let keep = try retention(ofPrefix: prefix, txn).keptRevisions else { return false }
+                return try historySequences(key.domain, key.name, txn).count > keep
+            }
+        }
+        guard !sweepSchedule.withLock({ $0.stopped }) else { return (false, 0, []) }
+        guard !candidates.isEmpty else { return (true, 0, []) }
+        let (dropped, unfinished) = try withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
+            var budget = Self.maxDropsPerStep
+            var unfinished: [[UInt8]] = []
+            for prefix in candidates {
+                guard let key = Self.key(ofPrefix: prefix) else { continue }
+                guard budget > 0 else {
+                    unfinished.append(prefix)
+                    continue
+                }
+                let sequences = try historySequences(key.domain, key.name, txn)
+                let retention = try retention(ofPrefix: prefix, txn)
+                guard let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn) else { continue }
+                try drop(plan, txn, &head)
+                budget -= plan.dropped.count
+                if plan.unfinished { unfinished.append(prefix) }
+            }
+            return (Self.maxDropsPerStep - budget, unfinished)
+        }
+        return (true, dropped, unfinished)
+    }
+
+    /// Applies every key's retention now, over the whole log, in the same steps as the automatic
+    /// compaction (which may run beside it: each step decides again in its own transaction).
+    /// - Returns: the number of records dropped.
+    package func applyRetention() throws -> Int {
+        try sweep(.everyKey).dropped
+    }
+
+    /// Stops the automatic compaction: the log is closing. Waits for a pass in progress to end,
+    /// which it does at its next step, so the log closes when its last lease ends (a reclaim of
+    /// the file right after must not find it open).
+    package func stopSweeping() {
+        sweepSchedule.withLock { $0.stop() }
+        sweepPasses.wait()
+    }
+
+    /// Lets the automatic compaction run again: a closing log was leased again.
+    package func resumeSweeping() {
+        sweepSchedule.withLock { $0.resume() }
+    }
+}

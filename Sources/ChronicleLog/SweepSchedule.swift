@@ -1,0 +1,72 @@
+/// When the automatic compaction runs, and over which keys: a value type the log keeps behind a
+/// mutex, told of every record appended and asked after every write transaction.
+///
+/// A pass starts once ``threshold`` records were appended since the last one (or when the log
+/// opens, over every key: a store may hold garbage from a build before retention, or from another
+/// process). It looks only at the keys written since the last pass, snapshotted as it starts, so
+/// one hot key costs one pass per ``threshold`` writes however fast it is written, and a pass never
+/// chases the writes that land while it runs.
+package struct SweepSchedule: Sendable {
+    /// Records appended between two passes.
+    package static let threshold = 256
+    /// Keys remembered between passes; past it, the next pass looks at every key.
+    package static let maxDirtyKeys = 65_536
+
+    /// What a pass looks at.
+    package enum Work: Sendable, Equatable {
+        /// The keys with these history prefixes (``HistoryKey``).
+        case keys([[UInt8]])
+        /// Every key of the `latest` index.
+        case everyKey
+    }
+
+    private var dirty: Set<[UInt8]> = []
+    private var everyKey = false
+    private var appended = 0
+    /// Whether a pass is running (at most one per log).
+    package private(set) var running = false
+    /// Whether the log is closing: no pass starts, and a running one ends at its next step.
+    package private(set) var stopped = false
+
+    package init(everyKey: Bool = false) { self.everyKey = everyKey }
+
+    /// A record of the key with history prefix `prefix` was appended.
+    package mutating func appended(_ prefix: [UInt8]) {
+        appended += 1
+        guard !everyKey else { return }
+        if dirty.count >= Self.maxDirtyKeys {
+            everyKey = true
+            dirty = []
+        } else {
+            dirty.insert(prefix)
+        }
+    }
+
+    /// Whether a pass is due and none runs.
+    package var isDue: Bool { !running && !stopped && (everyKey || appended >= Self.threshold) }
+
+    /// The log is closing.
+    package mutating func stop() { stopped = true }
+
+    /// A closing log was opened again.
+    package mutating func resume() { stopped = false }
+
+    /// Starts a pass when one is due: what it looks at, and from then on the pass is running.
+    package mutating func start() -> Work? {
+        guard isDue else { return nil }
+        running = true
+        appended = 0
+        defer {
+            everyKey = false
+            dirty = []
+        }
+        if everyKey { return .everyKey }
+        return .keys(Array(dirty))
+    }
+
+    /// The pass ended; `unfinished` are keys it could not finish (looked at again by the next pass).
+    package mutating func finish(unfinished: [[UInt8]] = []) {
+        running = false
+        for prefix in unfinished where !everyKey { dirty.insert(prefix) }
+    }
+}
