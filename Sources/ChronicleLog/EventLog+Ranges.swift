@@ -47,9 +47,9 @@ extension EventLog {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
             let start = min(after, head.sequence)
-            var events: [Event] = []
+            var events: [(sequence: UInt64, event: Event)] = []
             var opaque: [OpaqueEvent] = []
-            var keyIDs: [KeyID] = []
+            var opaqueKeyIDs: [KeyID] = []
             var bytes = 0
             var upTo = start
             var window = 0  // the first window of `skipping` not wholly before the record scanned
@@ -87,31 +87,76 @@ extension EventLog {
                         // The keys it names: a second version's seal and authenticator, as for any
                         // event; a newer-format item's trailing authenticator.
                         let named = event?.namedKeyIDs ?? Event.trailingAuthenticator(item.bytes).map { [$0.0] } ?? []
-                        for id in named where !keyIDs.contains(id) { keyIDs.append(id) }
+                        for id in named where !opaqueKeyIDs.contains(id) { opaqueKeyIDs.append(id) }
                     }
                 case .event:
                     let event = try record.event(sequence: sequence)
                     if filter?.admits(event) ?? true, event.origin != excluding {
                         if full(event.payload.count) { return false }
-                        events.append(event)
+                        events.append((sequence, event))
                         bytes += event.payload.count + 64
-                        if event.sealed, let envelope = try? Envelope(decoding: event.payload), !keyIDs.contains(envelope.keyID) {
-                            keyIDs.append(envelope.keyID)
-                        }
-                        if let id = event.authenticator?.keyID, !keyIDs.contains(id) { keyIDs.append(id) }
                     }
                 }
                 upTo = sequence
                 return true
             }
+            // What is current of what the range covers: revisions a receiver would drop at once stay here.
+            let sent = try currentEvents(events, automatic: filter.map { if case .automaticSmall = $0 { true } else { false } } ?? false, txn)
+            var keyIDs: [KeyID] = []
+            for event in sent {
+                if event.sealed, let envelope = try? Envelope(decoding: event.payload), !keyIDs.contains(envelope.keyID) {
+                    keyIDs.append(envelope.keyID)
+                }
+                if let id = event.authenticator?.keyID, !keyIDs.contains(id) { keyIDs.append(id) }
+            }
+            for id in opaqueKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) }
             // Each key as it travels, and any alternate records this store relays under its id.
             let keys = try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
             var range = EventRange(
                 source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
-                afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: events, opaque: opaque)
+                afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
             range.opaqueKeys = try keyIDs.flatMap { id in try keyRecords.newerKindKeys(id, txn) }
             return range
         }
+    }
+
+    /// Of the events a range covers (in log order), those worth sending. With the automatic filter,
+    /// the newest (by conflict order) of each key and writer in the range: a key written many
+    /// times within the push delay travels once, and `sync()`, whose checkpoints automatic pushes
+    /// never move, sends the rest. Otherwise those the key's retention keeps here: a receiver
+    /// with the same retention would drop the others at once, and a key kept for ever sends all.
+    /// The winner of a key is always among them (retention never drops it), so receivers converge.
+    func currentEvents(_ events: [(sequence: UInt64, event: Event)], automatic: Bool, _ txn: borrowing Transaction) throws -> [Event] {
+        guard events.count > 1 else { return events.map(\.event) }
+        if automatic {
+            var newest: [[UInt8]: ConflictOrder] = [:]
+            for (_, event) in events {
+                let group = HistoryKey.prefix(domain: event.domain, name: event.key) + event.origin.bytes
+                if newest[group].map({ event.order > $0 }) ?? true { newest[group] = event.order }
+            }
+            return events.compactMap { _, event in
+                newest[HistoryKey.prefix(domain: event.domain, name: event.key) + event.origin.bytes] == event.order ? event : nil
+            }
+        }
+        // Per key: `nil` when it keeps every record it has, else the sequences it keeps.
+        var kept: [[UInt8]: Set<UInt64>?] = [:]
+        var sent: [Event] = []
+        sent.reserveCapacity(events.count)
+        for (sequence, event) in events {
+            let prefix = HistoryKey.prefix(domain: event.domain, name: event.key)
+            if kept[prefix] == nil {
+                let retention = try retention(ofPrefix: prefix, txn)
+                let sequences = retention.keptRevisions == nil ? [] : try historySequences(event.domain, event.key, txn)
+                if let keep = retention.keptRevisions, sequences.count > keep {
+                    kept[prefix] = .some(Set(try retainedSequences(event.domain, event.key, keeping: retention, txn)))
+                } else {
+                    kept[prefix] = .some(nil)
+                }
+            }
+            if let retained = kept[prefix] ?? nil, !retained.contains(sequence) { continue }
+            sent.append(event)
+        }
+        return sent
     }
 
     /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).

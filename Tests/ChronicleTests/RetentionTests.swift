@@ -232,14 +232,17 @@ struct RetentionTests {
     @Test func droppedIdentitiesStayDroppedAndTakeFewRows() async throws {
         try await withTemporaryStores(2) { stores in
             let (writer, peer) = (stores[0], stores[1])
-            let a = Key<Int>("retention.a", default: 0, sync: .manual, retention: .latest)
+            // Kept for ever at first, so the peer receives every revision.
+            let a = Key<Int>("retention.a", default: 0, sync: .manual, retention: .forever)
             let b = Key<Int>("retention.b", default: 0, sync: .manual, retention: .forever)
-            for value in 1...300 {
+            for value in 1...299 {
                 try store(writer, a, value)
                 if value % 3 == 0 { try store(writer, b, value) }  // interleaved identities of one writer
             }
-            try await Replicator(store: peer, peers: [.store(writer)]).sync()  // the peer holds them all
+            try await Replicator(store: peer, peers: [.store(writer)]).sync()
             #expect(try peer.history(of: a).count == 100)  // the peer's default retention
+            // The app now declares the key with a retention of one.
+            try store(writer, Key<Int>("retention.a", default: 0, sync: .manual, retention: .latest), 300)
             _ = try writer.applyRetention()
             #expect(try writer.history(of: a).count == 1)
             let dots = try writer.statistics().dots
@@ -248,7 +251,7 @@ struct RetentionTests {
             try await Replicator(store: writer, peers: [.store(peer)]).sync()
             _ = try peer.applyRetention()
             #expect(try writer.history(of: a).count == 1)
-            #expect(try recordKinds(writer).events == 1 + 100)
+            #expect(try recordKinds(writer).events == 1 + 99)  // a's current value, b's 99
             #expect(writer[a] == 300 && peer[a] == 300)
             #expect(try writer.verify().isSound)
         }
@@ -264,13 +267,36 @@ struct RetentionTests {
             let key = Key<Int>("retention.sync", default: 0, sync: .manual, retention: .revisions(10))
             for value in 1...20 { try device.set(value, for: key) }
             try await Replicator(store: device, peers: [.store(early)]).sync()
-            for value in 21...1_000 { try device.set(value, for: key) }
-            _ = try device.applyRetention()
+            try device.write { batch in for value in 21...1_000 { batch[key] = value } }
+            // Before any pass of the compaction: the range carries what retention keeps, not every write.
             let toLate = try await Replicator(store: device, peers: [.store(late)]).sync()
             #expect(toLate.sent <= 10, "sent \(toLate.sent)")
+            _ = try device.applyRetention()
             let toEarly = try await Replicator(store: device, peers: [.store(early)]).sync()
             #expect(toEarly.sent <= 10, "sent \(toEarly.sent): the push checkpoint restarted")
             #expect(late[key] == 1_000 && early[key] == 1_000)
+        }
+    }
+
+    /// Automatic mode sends a key written many times within its push delay once: its newest
+    /// value. `sync()` still sends what the key's retention keeps.
+    @Test func automaticModeSendsTheNewestOfABurst() async throws {
+        try await withTemporaryStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            let key = Key<Int>("retention.burst", default: 0, sync: .automaticSmall, retention: .forever)
+            var configuration = Replicator.Configuration()
+            configuration.pullInterval = .seconds(60)
+            let replicator = Replicator(store: a, peers: [.store(b)], configuration: configuration)
+            try a.write { batch in for value in 1...200 { batch[key] = value } }
+            await replicator.start()
+            #expect(try await eventually { b[key] == 200 })
+            await replicator.stop()
+            #expect(try b.history(of: key).map(\.value) == [200])
+            try await replicator.sync()
+            // b keeps its default, the newest 100 by arrival, and its winner (value 200, which
+            // arrived first).
+            let kept = try b.history(of: key).count
+            #expect(kept == 101, "\(kept)")
         }
     }
 
