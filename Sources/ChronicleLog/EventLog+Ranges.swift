@@ -322,6 +322,17 @@ extension EventLog {
         return ranges
     }
 
+    /// Whether `event` would become its key's current entry. Compaction and retention never drop
+    /// a key's winner, and a key's winner only grows, so an event that would win cannot be one
+    /// this store dropped: it is new, whatever its identity's range says. (A carrier that claimed
+    /// a member's next identity under another key, and let retention drop it at a store that
+    /// verifies nothing, cannot keep the member's event out.)
+    private func wouldWin(_ event: Event, _ txn: borrowing Transaction) throws -> Bool {
+        var current: ConflictOrder?
+        try txn.withValue(dbs.view(event.domain), key: Array(event.key.utf8)) { bytes in current = ViewEntry.order(of: bytes) }
+        return current.map { event.wins(over: $0) } ?? true
+    }
+
     /// What an import does with one event: nothing (apply it), skip it, or quarantine it.
     private enum Screening: Equatable {
         case duplicate
@@ -355,7 +366,7 @@ extension EventLog {
             if let problem = verdict ?? verifier.verify(event) { return (.reject(.unauthenticated), problem) }
             return (.reject(.conflictingIdentity), detail)
         }
-        if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs) {
+        if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs), try !wouldWin(event, txn) {
             return (.duplicate, "")  // compacted away here: known, content no longer comparable
         }
         if event.origin == writer {

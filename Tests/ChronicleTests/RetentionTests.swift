@@ -259,6 +259,44 @@ struct RetentionTests {
 
     private func store(_ store: Store, _ key: Key<Int>, _ value: Int) throws { try store.set(value, for: key) }
 
+    /// A carrier claims a member's next identity under a junk key at a store that verifies
+    /// nothing (a relay), then makes the relay's retention drop it. The member's genuine event
+    /// under that identity still gets in, and reaches the other members through the relay.
+    @Test func aDroppedForgeryDoesNotKeepTheGenuineEventOut() async throws {
+        try await withTemporaryStores(4) { stores in
+            let (member, relay, carrier, other) = (stores[0], stores[1], stores[2], stores[3])
+            let theme = Key<String>("retention.theme", default: "", sync: .manual)
+            let junk = Key<Int>("retention.junk", default: 0, sync: .manual)
+            try member.set("first", for: theme)
+            var range = try EventRange(decoding: Array(try member.exportRange(after: 0)))
+            // The forgery: the member's next identity, under the junk key.
+            var forged = try #require(range.events.first)
+            forged.counter += 1
+            forged.key = junk.name
+            let (encoding, payload) = try ValueCoder.encode(-1, key: junk.name)
+            (forged.encoding, forged.payload) = (encoding.rawValue, payload)
+            range.events = [forged]
+            range.keys = []
+            let receipt = try relay.importRange(Data(range.encoded()))
+            #expect(receipt.applied == 1, "\(receipt)")
+            // The carrier keeps its junk for ever, so the relay receives all of it and drops the oldest.
+            let kept = Key<Int>(junk.name, default: 0, sync: .manual, retention: .forever)
+            for value in 1...150 { try carrier.set(value, for: kept) }
+            try await Replicator(store: carrier, peers: [.store(relay)]).sync()
+            #expect(try relay.applyRetention() == 51)  // the forgery, the junk key's oldest, and 50 more
+            #expect(try recordKinds(relay).events == 100)
+            // The member's genuine event under that identity.
+            try member.set("second", for: theme)
+            try await Replicator(store: member, peers: [.store(relay)]).sync()
+            try await Replicator(store: other, peers: [.store(relay)]).sync()
+            #expect(relay[theme] == "second")
+            #expect(other[theme] == "second")
+            // An old revision offered again is still known.
+            _ = try relay.importRange(try member.exportRange(after: 0))
+            #expect(try relay.history(of: theme).count == 2)
+        }
+    }
+
     /// Sync ships what is current: after 1,000 writes of one key, a peer receives what the
     /// key's retention keeps, and a peer that synced before keeps its place.
     @Test func syncShipsWhatRetentionKeeps() async throws {
