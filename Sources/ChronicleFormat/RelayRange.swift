@@ -20,6 +20,11 @@ import ChronicleSodium
         /// The ids (16 bytes each) of the data keys it names: its seal's and its authenticator's
         /// (for an item of a newer format, its trailing authenticator's).
         @_spi(Wire) public var keyIDs: [[UInt8]] = []
+        /// Its key as the history index names it (`u8 domain ‖ u8 name length ‖ name`), or `nil`
+        /// for an event of a newer format: what a relay's retention counts revisions of.
+        @_spi(Wire) public var key: [UInt8]? = nil
+        /// Its HLC, or `nil` for an event of a newer format: with the identity, its conflict order.
+        @_spi(Wire) public var hlc: UInt64? = nil
     }
 
     /// A wrapped data key item: its 16-byte key id and its bytes.
@@ -70,7 +75,8 @@ import ChronicleSodium
                     events.append(
                         Event(
                             writer: event.origin.bytes, counter: event.counter, policy: event.policy.rawValue, payloadSize: event.payload.count,
-                            bytes: item, keyIDs: event.namedKeyIDs.map(\.bytes)))
+                            bytes: item, keyIDs: event.namedKeyIDs.map(\.bytes), key: HistoryKey.prefix(domain: event.domain, name: event.key),
+                            hlc: event.hlc.rawValue))
                 case let .success(.opaque(opaque)):
                     guard opaque.counter <= Self.maxCounter else { throw DecodeFailure(description: "item \(index): counter over 2^48") }
                     events.append(

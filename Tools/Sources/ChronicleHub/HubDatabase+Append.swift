@@ -29,9 +29,10 @@ extension HubDatabase {
             let pushes = [own] + others.map(\.push)
             // In a task of its own: a leader's request cancelled (its client gone) must not
             // cancel the other devices' pushes it carries.
-            let results = await Task { await self.commit(pushes, tenant: device.tenant) }.value
+            let (results, trimDue) = await Task { await self.commit(pushes, tenant: device.tenant) }.value
             for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .done(result)) }
             appendQueue.finish(device.tenant)
+            if trimDue { startTrim(tenant: device.tenant) }
             // `commit` returns one result per push, in order, and `pushes` starts with this one.
             return try results[0].get()
         }
@@ -39,14 +40,16 @@ extension HubDatabase {
 
     /// One result per push, in order: all pushes fail alike when the transaction does. The
     /// bodies are decoded before the transaction, so not under the tenant's row lock.
-    private func commit(_ pushes: [AppendQueue.Push], tenant: Int64) async -> [Result<RangeReceipt, any Error>] {
+    /// Also whether the tenant is due a trim (its count of events appended since the last one
+    /// passed the threshold, or a push met its quota).
+    private func commit(_ pushes: [AppendQueue.Push], tenant: Int64) async -> (results: [Result<RangeReceipt, any Error>], trimDue: Bool) {
         let ranges: [Result<RelayRange, any Error>] = pushes.map { push in
             Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) }.mapError { $0 }
         }
         do {
             return try await transaction { connection in try await self.append(pushes, ranges, tenant: tenant, on: connection) }
         } catch {
-            return pushes.map { _ in .failure(error) }
+            return (pushes.map { _ in .failure(error) }, false)
         }
     }
 
@@ -58,6 +61,8 @@ extension HubDatabase {
         var bytes: Int64
         var maxEvents: Int64?
         var maxBytes: Int64?
+        /// Events appended since a node last started a trim (``HubDatabase/trim(tenant:)``).
+        var appendedSinceTrim: Int64
         /// Wrapped keys stored, in all and per device (read only when a push brings keys).
         var keys: Int64 = 0
         var keysByDevice: [String: Int64] = [:]
@@ -67,6 +72,7 @@ extension HubDatabase {
     private struct Writes {
         var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
         var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
+        var keys: [ByteBuffer] = [], hlcs: [Int64] = [], devices: [String] = []
         var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = [], keyDevices: [String] = []
         var addedBytes: Int64 = 0
         /// Events appended per device (every device that pushed, with 0 when nothing was new).
@@ -77,15 +83,20 @@ extension HubDatabase {
     /// writes what was accepted in one statement (two when keys come).
     private func append(
         _ pushes: [AppendQueue.Push], _ decoded: [Result<RelayRange, any Error>], tenant id: Int64, on connection: PostgresConnection
-    ) async throws -> [Result<RangeReceipt, any Error>] {
+    ) async throws -> (results: [Result<RangeReceipt, any Error>], trimDue: Bool) {
         // The tenant's row lock serializes its appends across nodes: positions are numbered under it.
         var tenant: TenantState?
-        for try await (head, chain, events, bytes, maxEvents, maxBytes) in try await connection.query(
-            "SELECT head, chain, event_count, byte_count, max_events, max_bytes FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger
-        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?).self) {
-            tenant = TenantState(head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes)
+        for try await (head, chain, events, bytes, maxEvents, maxBytes, appended) in try await connection.query(
+            """
+            SELECT head, chain, event_count, byte_count, max_events, max_bytes, appended_since_trim
+            FROM tenants WHERE id = \(id) FOR UPDATE
+            """, logger: logger
+        ).decode((Int64, ByteBuffer, Int64, Int64, Int64?, Int64?, Int64).self) {
+            tenant = TenantState(
+                head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes,
+                appendedSinceTrim: appended)
         }
-        guard var tenant else { return pushes.map { .failure(revoked($0.device)) } }
+        guard var tenant else { return (pushes.map { .failure(revoked($0.device)) }, false) }
 
         // Then, in a snapshot taken once the lock is held (so a revocation committed while this
         // waited for it counts): which of the pushes' tokens stand, and the bodies stored already
@@ -168,7 +179,14 @@ extension HubDatabase {
                 """, logger: logger)
             for try await digest in rows.decode(ByteBuffer.self) { storedKeys.insert(Array(buffer: digest)) }
         }
-        let changed = !writes.positions.isEmpty || writes.addedBytes > 0
+        // A trim is due once enough was appended since the last (whichever node appended it), and
+        // at once when a push met the quota: the device's retry then finds the garbage gone.
+        let metQuota = results.contains { result in
+            if case let .failure(error) = result, let refusal = error as? HubRefusal, case .quotaExceeded = refusal { true } else { false }
+        }
+        let appendedSinceTrim = tenant.appendedSinceTrim + Int64(writes.positions.count)
+        let trimDue = metQuota || appendedSinceTrim >= Self.trimThreshold
+        let changed = !writes.positions.isEmpty || writes.addedBytes > 0 || trimDue
         let notify = !writes.positions.isEmpty || !storedKeys.isEmpty
         let (devices, pushedCounts) = (Array(writes.pushedByDevice.keys), Array(writes.pushedByDevice.values))
         let chain = ByteBuffer(bytes: tenant.chain)
@@ -177,18 +195,21 @@ extension HubDatabase {
         for try await _ in try await connection.execute(
             PushWriteStatement(
                 tenant: id, positions: writes.positions, writers: writes.writers, counters: writes.counters, policies: writes.policies,
-                sizes: writes.sizes, bodies: writes.bodies, chains: writes.chains, head: tenant.head, chain: chain,
-                addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes, changed: changed, devices: devices,
+                sizes: writes.sizes, bodies: writes.bodies, chains: writes.chains, keys: writes.keys, hlcs: writes.hlcs,
+                devices: writes.devices, head: tenant.head, chain: chain,
+                addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes,
+                appendedSinceTrim: trimDue ? 0 : appendedSinceTrim, changed: changed, pushers: devices,
                 pushedCounts: pushedCounts, channel: Self.channel, payload: String(id), notify: notify),
             logger: logger) {}
 
-        return zip(results, keysOfPush).map { result, digests in
+        let receipts = zip(results, keysOfPush).map { result, digests in
             result.map { receipt in
                 var receipt = receipt
                 receipt.keys = digests.filter { storedKeys.contains($0) }.count
                 return receipt
             }
         }
+        return (receipts, trimDue)
     }
 
     /// One push's receipt, its items added to `writes` and the tenant's state (and `known`,
@@ -254,6 +275,10 @@ extension HubDatabase {
             writes.sizes.append(Int32(clamping: event.payloadSize))
             writes.bodies.append(ByteBuffer(bytes: event.bytes))
             writes.chains.append(ByteBuffer(bytes: tenant.chain))
+            writes.keys.append(ByteBuffer(bytes: event.key ?? []))  // empty: a newer format (NULL)
+            // Past Int64 (a clock a carrier set beyond year 10,000,000): the greatest, for ordering.
+            writes.hlcs.append(Int64(clamping: event.hlc ?? 0))
+            writes.devices.append(device)
         }
         for (identity, bodies) in added { known[identity, default: []] += bodies }
         for (digest, key) in digests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {

@@ -17,8 +17,11 @@ import Synchronization
 ///         max_events, max_bytes)
 /// devices(tenant_id, name, token_hash 32 B UNIQUE, created, last_seen, pushed, pulled)
 /// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
-///        PRIMARY KEY (tenant_id, position), UNIQUE (tenant_id, writer, counter))
+///        key (domain ‖ length ‖ name), hlc, device, PRIMARY KEY (tenant_id, position),
+///        UNIQUE (tenant_id, writer, counter, sha256(body)))
 /// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device)
+/// tenants.retain_revisions: revisions of a key each device's pushes keep (NULL: 100, 0: all);
+/// tenants.appended_since_trim: events appended since a node last started a trim of the tenant
 /// ```
 ///
 /// Positions are a tenant's own sequence, numbered inside the appending transaction while it
@@ -52,6 +55,8 @@ public final class HubDatabase: Sendable {
     /// queue would otherwise take every connection and stall every other tenant on the node),
     /// and whoever's turn it is commits the waiting ones with its own.
     let appendQueue = AppendQueue()
+    /// The tenants this node is trimming.
+    let trims = Mutex<Set<Int64>>([])
 
     /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
     ///
@@ -226,6 +231,18 @@ public final class HubDatabase: Sendable {
                 "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS device text",
                 "UPDATE wrapped_keys SET key_id = substring(body from 2 for 16) WHERE key_id IS NULL",
                 "CREATE INDEX IF NOT EXISTS wrapped_keys_key_id ON wrapped_keys (tenant_id, key_id)",
+            ]),
+        // What retention needs of each event (its key, its clock, the device that pushed it), and
+        // each tenant's retention (FORMAT.md 13): a tenant's log keeps live values, not every write.
+        HubMigration(
+            version: 4, name: "retention: events by key and pushing device",
+            statements: [
+                "ALTER TABLE events ADD COLUMN IF NOT EXISTS key bytea",
+                "ALTER TABLE events ADD COLUMN IF NOT EXISTS hlc bigint",
+                "ALTER TABLE events ADD COLUMN IF NOT EXISTS device text",
+                "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS retain_revisions integer",
+                "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS appended_since_trim bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX IF NOT EXISTS events_retention ON events (tenant_id, key, device, position) WHERE key IS NOT NULL",
             ]),
     ]
 

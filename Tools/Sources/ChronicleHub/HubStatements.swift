@@ -43,10 +43,14 @@ struct PushCheckStatement: PostgresPreparedStatement {
 struct PushWriteStatement: PostgresPreparedStatement {
     static let sql = """
         WITH appended AS (
-            INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain)
-            SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::smallint[], $6::integer[], $7::bytea[], $8::bytea[])
+            INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain, key, hlc, device)
+            SELECT $1, p, w, c, po, s, b, ch, NULLIF(k, ''::bytea), CASE WHEN k = ''::bytea THEN NULL ELSE h END, d
+            FROM unnest(
+                $2::bigint[], $3::bytea[], $4::bigint[], $5::smallint[], $6::integer[], $7::bytea[], $8::bytea[],
+                $19::bytea[], $20::bigint[], $21::text[]) AS u(p, w, c, po, s, b, ch, k, h, d)
         ), counted AS (
-            UPDATE tenants SET head = $9, chain = $10, event_count = event_count + $11, byte_count = byte_count + $12
+            UPDATE tenants SET head = $9, chain = $10, event_count = event_count + $11, byte_count = byte_count + $12,
+                appended_since_trim = $22
             WHERE id = $1 AND $13
         ), seen AS (
             UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
@@ -58,18 +62,25 @@ struct PushWriteStatement: PostgresPreparedStatement {
     static let bindingDataTypes: [PostgresDataType] = [
         .int8, .int8Array, .byteaArray, .int8Array, .int2Array, .int4Array, .byteaArray, .byteaArray,
         .int8, .bytea, .int8, .int8, .bool, .textArray, .int8Array, .text, .text, .bool,
+        .byteaArray, .int8Array, .textArray, .int8,
     ]
     typealias Row = ()
 
     var tenant: Int64
     var positions: [Int64], writers: [ByteBuffer], counters: [Int64], policies: [Int16], sizes: [Int32]
     var bodies: [ByteBuffer], chains: [ByteBuffer]
-    var head: Int64, chain: ByteBuffer, addedEvents: Int64, addedBytes: Int64, changed: Bool
-    var devices: [String], pushedCounts: [Int64]
+    /// Per event: its key (empty: a newer format, stored as NULL), HLC and the device that pushed
+    /// it (retention's inputs).
+    var keys: [ByteBuffer], hlcs: [Int64], devices: [String]
+    var head: Int64, chain: ByteBuffer, addedEvents: Int64, addedBytes: Int64
+    /// The tenant's count of events appended since its last trim, after this write (0: a trim starts).
+    var appendedSinceTrim: Int64
+    var changed: Bool
+    var pushers: [String], pushedCounts: [Int64]
     var channel: String, payload: String, notify: Bool
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 18)
+        var bindings = PostgresBindings(capacity: 22)
         bindings.append(tenant)
         bindings.append(positions)
         bindings.append(writers)
@@ -83,11 +94,15 @@ struct PushWriteStatement: PostgresPreparedStatement {
         bindings.append(addedEvents)
         bindings.append(addedBytes)
         bindings.append(changed)
-        bindings.append(devices)
+        bindings.append(pushers)
         bindings.append(pushedCounts)
         bindings.append(channel)
         bindings.append(payload)
         bindings.append(notify)
+        bindings.append(keys)
+        bindings.append(hlcs)
+        bindings.append(devices)
+        bindings.append(appendedSinceTrim)
         return bindings
     }
 

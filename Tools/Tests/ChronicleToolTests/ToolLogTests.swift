@@ -7,12 +7,13 @@ import ToolsTestSupport
 /// `chronicle log` pages through the log: every event once, in order, whatever the page
 /// boundaries; `--since`/`--until` by sequence bound the pages; `--key` reads the history index.
 struct ToolLogTests {
-    /// 2,345 events: more than two pages of the tool's reads.
+    /// 2,345 events: more than two pages of the tool's reads (keys kept for ever, so every
+    /// revision stays whoever opens the store).
     static func makeStore(_ directory: URL) throws {
         let store = try Store(directory: directory)
         for chunk in 0..<5 {
             try store.write { batch in
-                for i in 0..<469 { batch[Key<Int>("k.\((chunk * 469 + i) % 10)", default: 0)] = chunk * 469 + i }
+                for i in 0..<469 { batch[Key<Int>("k.\((chunk * 469 + i) % 10)", default: 0, retention: .forever)] = chunk * 469 + i }
             }
         }
     }

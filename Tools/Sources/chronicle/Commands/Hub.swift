@@ -244,7 +244,8 @@ extension ChronicleCommand.Hub {
     }
 
     struct Tenant: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add and list tenants.", subcommands: [Add.self, List.self, Quota.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Add and list tenants; set their quotas and retention.", subcommands: [Add.self, List.self, Quota.self, Retention.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(

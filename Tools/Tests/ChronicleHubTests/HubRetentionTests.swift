@@ -1,0 +1,109 @@
+@_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
+@testable import ChronicleHub
+import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import PostgresNIO
+import Testing
+import ToolsTestSupport
+
+/// Waits (at most `seconds`, polling) until `condition` holds; returns whether it did.
+func eventually(seconds: Double = 30, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
+
+/// A tenant's log keeps live values: retention per key and pushing device, trimmed after
+/// appends, counted against the quota. Against a real PostgreSQL server.
+@Suite(.serialized, .enabled(if: hasTestDatabase, "needs CHRONICLE_TEST_DATABASE: run scripts/test.sh"))
+struct HubRetentionTests {
+    static let draft = Key<Int>("hub.retention.draft", default: 0, sync: .manual)
+
+    /// The tenant's stored event count, as its quota sees it.
+    func events(_ hub: HubFixture, _ tenant: String) async throws -> Int64 {
+        try await hub.admin.tenants().first { $0.name == tenant }?.events ?? -1
+    }
+
+    /// 20,000 writes of one synced key used to be 20,000 events at the first sync, over a quota
+    /// of 5,000 (HTTP 507 at that sync and every one after). A device now sends what the key's
+    /// retention keeps.
+    @Test func manyWritesOfOneKeyFitAQuota() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant(maxEvents: 5_000)
+            let token = try await hub.token(tenant, "phone")
+            try await withTemporaryStore { store, _ async throws in
+                for round in 0..<20 {
+                    try store.write { batch in for value in 1...1_000 { batch[Self.draft] = round * 1_000 + value } }
+                }
+                let report = try await Replicator(store: store, peers: [hub.peer(node: 0, token: token)]).sync()
+                #expect(report.sent <= 100, "sent \(report.sent)")
+                #expect(try await events(hub, tenant) <= 100)
+            }
+        }
+    }
+
+    /// A device that writes one synced key all the time and syncs often never reaches the
+    /// tenant's quota: the hub trims by itself. A device that pulled before the trims, and a new
+    /// one, converge on the current value.
+    @Test func aBusyDeviceStaysWithinTheQuota() async throws {
+        try await withHub(nodes: 2) { hub in
+            let tenant = try await hub.tenant(maxEvents: 600)
+            let (busy, old, new) = (try await hub.token(tenant, "busy"), try await hub.token(tenant, "old"), try await hub.token(tenant, "new"))
+            try await withTemporaryStores(3) { stores in
+                let (writer, early, late) = (stores[0], stores[1], stores[2])
+                for round in 0..<12 {
+                    for value in 1...150 { try writer.set(round * 1_000 + value, for: Self.draft) }
+                    try await Replicator(store: writer, peers: [hub.peer(node: round % 2, token: busy)]).sync()
+                    if round == 2 { try await Replicator(store: early, peers: [hub.peer(node: 1, token: old)]).sync() }
+                    let bound = Int64(HubDatabase.defaultRetainedRevisions) + Int64(HubDatabase.trimThreshold)
+                    let trimmed = try await eventually { try await events(hub, tenant) <= bound }
+                    let stored = try await events(hub, tenant)
+                    #expect(trimmed, "round \(round): \(stored) events")
+                }
+                try await Replicator(store: early, peers: [hub.peer(node: 0, token: old)]).sync()
+                try await Replicator(store: late, peers: [hub.peer(node: 1, token: new)]).sync()
+                #expect(early[Self.draft] == 11_150)
+                #expect(late[Self.draft] == 11_150)
+                #expect(try late.verify().isSound)
+                // The stored counts are the rows there are.
+                let id = try await hub.tenantID(tenant)
+                var rows: Int64 = -1
+                for try await count in try await hub.admin.client.query("SELECT count(*) FROM events WHERE tenant_id = \(id)").decode(Int64.self) {
+                    rows = count
+                }
+                let counted = try await events(hub, tenant)
+                #expect(rows == counted)
+            }
+        }
+    }
+
+    /// Revisions are counted per pushing device: a token that pushes a key many times never
+    /// evicts another device's revision of it. `retention` sets the tenant's count and trims.
+    @Test func oneDevicesPushesNeverEvictAnothers() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let (quiet, noisy) = (try await hub.token(tenant, "quiet"), try await hub.token(tenant, "noisy"))
+            try await hub.admin.setRetention(tenant: tenant, revisions: 3)
+            try await withTemporaryStores(2) { stores in
+                let other = Key<Int>("hub.retention.other", default: 0, sync: .manual)
+                try stores[0].set(7, for: other)
+                try stores[0].set(1, for: Self.draft)
+                try await Replicator(store: stores[0], peers: [hub.peer(node: 0, token: quiet)]).sync()
+                for value in 2...60 { try stores[1].set(value, for: Self.draft) }
+                try await Replicator(store: stores[1], peers: [hub.peer(node: 0, token: noisy)]).sync()
+                _ = try await hub.admin.trim(tenant: try await hub.tenantID(tenant))
+                let id = try await hub.tenantID(tenant)
+                var byDevice: [String: Int64] = [:]
+                for try await (device, count) in try await hub.admin.client.query(
+                    "SELECT device, count(*) FROM events WHERE tenant_id = \(id) GROUP BY device"
+                ).decode((String, Int64).self) { byDevice[device] = count }
+                #expect(byDevice == ["quiet": 2, "noisy": 3])
+            }
+        }
+    }
+}
