@@ -175,6 +175,11 @@ struct BenchDevice: Sendable {
             row("hub push, \(devices) devices at once, 2 nodes", twos.map(\.push), serves.map(\.push), peer: false)
             row("hub pull, \(devices) devices at once, 1 node", ones.map(\.pull), serves.map(\.pull), peer: true)
             row("hub pull, \(devices) devices at once, 2 nodes", twos.map(\.pull), serves.map(\.pull), peer: false)
+            let year = try await hubYear(admin: admin, url: nodeURLs[0], days: smoke ? 5 : 365)
+            report.single(
+                "hub: a simulated year of one busy device (\(year.writes.formatted()) writes of one key, a sync a day)",
+                "tenant holds \(year.events) events, \(year.bytes / 1024) KiB",
+                "pushed \(year.pushed.formatted()) events in all (retention 100 on device and hub); default quota 1,000,000 events")
             let latency = try await automaticLatency(urls: nodeURLs, tokens: try await tenant(), count: smoke ? 5 : 100) { scratch.directory("hub-auto-\($0)") }
             report.single("hub: commit → other device's view, automatic, 2 nodes", latency.summary, "long-poll woken by LISTEN/NOTIFY (target: within a second)")
             // `--hub-scale`: a node process with 10,000 held long-polls, and 1,000 devices of 100

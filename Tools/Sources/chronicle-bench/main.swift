@@ -50,6 +50,12 @@ if arguments.contains("--only-replication") {
     exit(0)
 }
 
+if arguments.contains("--only-retention") {
+    retentionBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, retention only"))
+    exit(0)
+}
+
 if arguments.contains("--only-hub") {
     await hubBenchmark()
     print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub only"))
@@ -354,7 +360,10 @@ do {
         var written = 0
         while written < events {
             let batch = min(10_000, events - written)
-            try store.write { b in for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0, sync: .automaticSmall)] = written + i } }
+            // Kept for ever: a log of `events` records to replay, not what retention leaves of it.
+            try store.write { b in
+                for i in 0..<batch { b[Key<Int>("bench.m\((written + i) % 5_000)", default: 0, sync: .automaticSmall, retention: .forever)] = written + i }
+            }
             written += batch
         }
         let replay = try measure("replay", count: 1) { _ in try store.rebuildViews() }
@@ -373,6 +382,8 @@ do {
 } catch {
     print("million failed: \(error)")
 }
+
+retentionBenchmark()
 
 await replicationBenchmark()
 
