@@ -44,5 +44,7 @@ package enum MetaKey {
     }
     /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
     package static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
+    /// The retention of keys that declare none, as the store was last opened with: u32, 0 for all.
+    package static let defaultRetention = Array("retention.default".utf8)
 
 }

@@ -75,7 +75,6 @@ package final class EventLog: Sendable {
         driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
         maxReceivedPayload = configuration.maxValueSize + Envelope.overhead
         logger = configuration.logger
-        defaultRetention = configuration.retention
         let durability = configuration.durability
         switch durability {
         case .durable: options.syncMode = .durable
@@ -88,7 +87,9 @@ package final class EventLog: Sendable {
         let dbs = try Databases(environment: environment)
         self.dbs = dbs
         writer = ReplicaID.random()
-        replica = try environment.write { txn in try EventLog.prepareMeta(txn, dbs, directory: directory) }
+        (replica, defaultRetention) = try environment.write { txn in
+            (try EventLog.prepareMeta(txn, dbs, directory: directory), try EventLog.defaultRetention(txn, dbs, configured: configuration.retention))
+        }
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
             guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
@@ -152,6 +153,15 @@ package final class EventLog: Sendable {
             return fresh
         }
         return replica
+    }
+
+    /// The retention of keys that declare none: the configured one, recorded in `meta` when it
+    /// differs from the record; with none configured (a tool), the recorded one, else the standard.
+    private static func defaultRetention(_ txn: borrowing Transaction, _ dbs: Databases, configured: Retention?) throws -> Retention {
+        let recorded = try txn.get(dbs.meta, key: MetaKey.defaultRetention).flatMap { UInt32(bigEndianBytes: $0) }.map(Retention.init(rule:))
+        guard let configured else { return recorded ?? .standard }
+        if recorded != configured { try txn.put(dbs.meta, key: MetaKey.defaultRetention, value: configured.rule.bigEndianBytes) }
+        return configured
     }
 
     /// The inode of the data file, which changes when the store is copied or restored.

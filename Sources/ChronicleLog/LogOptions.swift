@@ -24,11 +24,12 @@ package struct LogOptions: Sendable {
     package var logger: Logger
     /// When a commit reaches the disk.
     package var durability: Durability
-    /// How many revisions a key keeps when it declared none (see ``Retention``).
-    package var retention: Retention
+    /// How many revisions a key keeps when it declared none (see ``Retention``), recorded in the
+    /// store; `nil`: the one the store records, else ``Retention/standard``.
+    package var retention: Retention?
 
     package init(
-        initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability, retention: Retention = .standard
+        initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability, retention: Retention? = nil
     ) {
         self.retention = retention
         self.initialMapSize = initialMapSize

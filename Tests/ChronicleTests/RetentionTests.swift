@@ -115,6 +115,26 @@ struct RetentionTests {
         }
     }
 
+    /// The store remembers the default it was opened with: a tool (which sets none) applies the
+    /// app's, not its own.
+    @Test func theStoreRemembersItsDefault() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plain = Key<Int>("retention.remembered", default: 0)
+        do {
+            var configuration = Store.Configuration()
+            configuration.retention = .revisions(300)
+            let app = try Store(directory: directory, configuration: configuration)
+            try app.write { batch in for value in 1...250 { batch[plain] = value } }
+        }
+        let tool = try Store(directory: directory)  // what `chronicle` opens with
+        _ = try tool.applyRetention()
+        #expect(try tool.history(of: plain).count == 250)
+        try tool.write { batch in for value in 251...400 { batch[plain] = value } }
+        _ = try tool.applyRetention()
+        #expect(try tool.history(of: plain).count == 300)
+    }
+
     /// A routine compaction renumbers nothing: a `changes(from:)` reader resumes where it was
     /// (no restart from 0, the same epoch), observers hear nothing, and a checkpoint inside what
     /// was dropped still resumes.
@@ -350,7 +370,9 @@ struct RetentionTests {
             let key = Key<Int>("retention.old", default: 0)
             try store.write { batch in for value in 1...2_000 { batch[key] = value } }
         }
-        let store = try Store(directory: directory)
+        var standard = Store.Configuration()
+        standard.retention = .standard  // the app now keeps the standard default
+        let store = try Store(directory: directory, configuration: standard)
         #expect(try await eventually { try recordKinds(store).events <= 100 })
         #expect(store[Key<Int>("retention.old", default: 0)] == 2_000)
         #expect(try store.verify().isSound)

@@ -38,10 +38,14 @@ extension Store {
         /// exports, HTTP), and the least a received one may have. Always ``KeyDerivationCost/moderate``
         /// outside the project's own tests, which lower it to stay fast.
         var travelKeyCost: KeyDerivationCost = .moderate
-        /// How many revisions a key keeps when it declares no ``Retention`` of its own. Default
-        /// ``Retention/standard``: the newest 100. The store drops older ones by itself, in short
-        /// steps after writes; a key's current value never changes for it.
-        public var retention: Retention = .standard
+        /// How many revisions a key keeps when it declares no ``Retention`` of its own. The store
+        /// drops older ones by itself, in short steps after writes; a key's current value never
+        /// changes for it.
+        ///
+        /// A store remembers the default it was last opened with, so a tool (`chronicle`) or an
+        /// open that sets none applies the app's. `nil` (the default): the one the store
+        /// remembers, else ``Retention/standard``, the newest 100.
+        public var retention: Retention?
 
         /// Creates a configuration.
         public init(
