@@ -7,6 +7,17 @@ import ToolsTestSupport
 /// Secrets from the tool: `set --secret` seals, `get --secret` opens (and only then prints),
 /// `rm --secret` removes; `log` never shows one, with or without the key.
 struct ToolSecretTests {
+    /// A secret given on the command line shows in `ps` and the shell history: refused, with
+    /// the way to give it, and nothing is written.
+    @Test func aSecretOnTheCommandLineIsRefused() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let set = try await runChronicle(["set", "--secret", "api.token", "s3cr3t-token", "--store", directory.path])
+        #expect(set.status == 64, "\(set.stdout)\(set.stderr)")
+        #expect(set.stderr.contains("chronicle set --secret api.token - < file"), "\(set.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path))
+    }
+
     @Test func setGetAndRemoveASecretWithTheStoresKey() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -10,7 +10,8 @@ extension ChronicleCommand {
             commandName: "set",
             abstract: "Set a key: VALUE is JSON, else a string.",
             discussion: """
-                VALUE - reads the value from standard input (a secret never appears in `ps` or the shell history).
+                VALUE - reads the value from standard input (a secret never appears in `ps` or the shell \
+                history).
 
                 Examples:
                   chronicle set settings.theme dark --store ./store
@@ -18,12 +19,13 @@ extension ChronicleCommand {
                   chronicle set volume 1 --type double --store ./store
                   chronicle set lastSync 2026-11-22T09:30:00Z --type date --store ./store
 
-                --type stores the value as the type the app's key has (bool, int, double, string,
-                date, url, data as base64, json); what `chronicle get` prints sets the same value back.
+                --type stores the value as the type the app's key has (bool, int, double, string, date, \
+                url, data as base64, json); what `chronicle get` prints sets the same value back.
 
-                The key keeps the sync policy it has; a new key stays on this device unless --sync
-                (never, manual, automaticSmall) says otherwise. --secret seals the value with the store's
-                key (an app reads it through a SecretKey); give a secret as - so it never appears in `ps`.
+                The key keeps the sync policy it has; a new key stays on this device unless --sync \
+                (never, manual, automaticSmall) says otherwise. --secret seals the value with the store's \
+                key (an app reads it through a SecretKey), and takes it only as -, from standard input: a \
+                value on the command line shows in `ps` and the shell history.
                 """)
 
         @OptionGroup var options: StoreOptions
@@ -34,6 +36,11 @@ extension ChronicleCommand {
         @Flag(help: "Set the secret of this name, sealed with the store's key.") var secret = false
 
         func validate() throws {
+            if secret, value != "-" {
+                throw ValidationError(
+                    "a secret is read from standard input: give - as the value (chronicle set --secret \(terminalSafe(key)) - < file); "
+                        + "a value on the command line shows in `ps` and the shell history")
+            }
             if let sync, !SyncPolicy.allCases.contains(where: { $0.description == sync }) {
                 throw ValidationError("unknown sync policy \(terminalSafe(sync)) (never, manual, automaticSmall)")
             }
