@@ -7,10 +7,15 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Drop history the store no longer keeps; current values never change.",
             discussion: """
-                Drops events older than the cut-off that a later event of the same key outranks. Keeps every
-                key's current event (removes too, however old: a device that was away still learns of them),
-                so no value changes here or on any device that syncs later. Runs in one transaction on a live
-                store. --reclaim then shrinks the file; it refuses while another process has the store open.
+                A store already drops what each key's retention does not keep, by itself and without \
+                renumbering anything; this command is for operators who want more gone at once.
+
+                Drops events older than the cut-off that a later event of the same key outranks. Keeps \
+                every key's current event (removes too, however old: a device that was away still learns \
+                of them), so no value changes here or on any device that syncs later. Runs in one \
+                transaction on a live store and renumbers the log: readers of `changes(from:)` and peers \
+                that pull from this store start over. --reclaim then shrinks the file; it refuses while \
+                another process has the store open.
 
                 Examples:
                   chronicle compact --store ./store --older-than-days 90
