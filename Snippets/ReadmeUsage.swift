@@ -25,6 +25,7 @@ enum Theme: String, Codable, Sendable { case system, light, dark }
 extension Keys {
     static let theme    = Key<Theme>("settings.theme", default: .system, sync: .automaticSmall)  // syncs: opt-in per key
     static let launches = Key<Int>("stats.launches", default: 0)    // no policy: stays on this device
+    static let position = Key<Int>("reader.position", default: 0, retention: .latest)  // history: one revision
     static let apiToken = SecretKey<String?>("auth.token")          // sealed; never synced unless asked
 }
 
@@ -40,7 +41,7 @@ for revision in try store.history(of: .theme) { print(revision) }   // value, ti
 for await theme in store.updates(of: .theme) { apply(theme) }       // every change, from anywhere
 for await (theme, launches) in store.updates(of: .theme, .launches) { render(theme, launches) }
 for await change in store.changes(from: saved) {                    // the log, lossless and resumable
-    if change.epoch != saved.epoch { projection.removeAll() }      // compacted or restored: it starts over
+    if change.epoch != saved.epoch { projection.removeAll() }      // restored or copied: it starts over
     if change.isCurrent { project(change) }
     saved = change.checkpoint
 }

@@ -68,22 +68,31 @@ package enum CompactedIdentities {
     /// How many rows of an origin's present identities ``add(origin:counters:_:_:)`` reads to
     /// join ranges across them; past it, ranges join across what it read (more rows, never a
     /// range over an identity this log has not seen).
-    static let maxPresentRead = 65_536
+    static let maxPresentRead = 4_096
 
     /// Records `counters` (ascending, their own rows already deleted) as compacted identities of
     /// `origin`, joined with the origin's neighbouring ranges wherever only identities still in
     /// the log lie between: an origin's dropped events take a few rows, not one each.
-    package static func add(origin: ReplicaID, counters: [UInt64], _ txn: borrowing Transaction, _ dbs: Databases) throws {
+    ///
+    /// It reads the ranges next to and among the counters, and the origin's rows from the end
+    /// of the range before the first counter to the start of the range after the last (at most
+    /// ``maxPresentRead``): what one step of the compaction dropped of an origin, not its history.
+    package static func add(origin: ReplicaID, counters all: [UInt64], _ txn: borrowing Transaction, _ dbs: Databases) throws {
+        // A counter inside a range already is known once its row is gone (a kept identity the
+        // range spanned): nothing to join, and no rows to read.
+        var counters: [UInt64] = []
+        for counter in all where try !contains(origin: origin, counter: counter, txn, dbs) { counters.append(counter) }
         guard let low = counters.first, let high = counters.last else { return }
-        var ranges: [ClosedRange<UInt64>] = []
         let originBytes = origin.bytes
         // The range before the first counter.
+        var before: ClosedRange<UInt64>?
         try txn.scanBackwardInPlace(dbs.dots, before: key(origin: origin, last: low)) { key, value in
-            if let range = parse(key: Array(key), value: Array(value)), range.origin == origin { ranges.append(range.range) }
+            if let range = parse(key: Array(key), value: Array(value)), range.origin == origin { before = range.range }
             return false
         }
-        // Ranges that end at or after the first counter: those that begin before the last one
-        // ends, and the next after it.
+        // Ranges among the counters, and the first one after the last.
+        var among: [ClosedRange<UInt64>] = []
+        var after: ClosedRange<UInt64>?
         var passed = 0
         try txn.scanInPlace(dbs.dots, from: key(origin: origin, last: low)) { key, value in
             guard key.count >= 17, key[0] == tag, key[1..<17].elementsEqual(originBytes) else { return false }
@@ -91,19 +100,24 @@ package enum CompactedIdentities {
                 passed += 1
                 return passed < maxKeysPassedOver
             }
-            ranges.append(range.range)
-            return range.range.lowerBound <= high && ranges.count < maxPresentRead
+            if range.range.lowerBound > high {
+                after = range.range
+                return false
+            }
+            among.append(range.range)
+            return among.count < maxPresentRead
         }
-        let windowLow = ranges.map(\.lowerBound).min().map { min($0, low) } ?? low
-        let windowHigh = ranges.map(\.upperBound).max().map { max($0, high) } ?? high
+        let scanLow = before.map { $0.upperBound + 1 } ?? low
+        let scanHigh = max(high, among.map(\.upperBound).max() ?? high, after.map { $0.lowerBound - 1 } ?? high)
         var present: [UInt64] = []
-        try txn.scanInPlace(dbs.dots, from: originBytes.appendingBigEndian(windowLow)) { key, _ in
+        try txn.scanInPlace(dbs.dots, from: originBytes.appendingBigEndian(scanLow)) { key, _ in
             guard key.count == 24, key[0..<16].elementsEqual(originBytes) else { return false }
             let counter = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
-            guard counter <= windowHigh else { return false }
+            guard counter <= scanHigh else { return false }
             present.append(counter)
             return present.count < maxPresentRead
         }
+        let ranges = [before, after].compactMap { $0 } + among
         for range in ranges { _ = try txn.delete(dbs.dots, key: key(origin: origin, last: range.upperBound)) }
         for range in merge(compacted: ranges + counters.map { $0...$0 }, present: present) {
             try txn.put(dbs.dots, key: key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)

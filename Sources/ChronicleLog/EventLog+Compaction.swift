@@ -106,7 +106,7 @@ extension EventLog {
             for push in pushes {
                 try txn.delete(dbs.peers, key: push.key.bytes)
                 guard push.key.epoch == oldEpoch, push.value.sequence > 0, push.value.sequence <= head.sequence else { continue }
-                if let chain = push.value.chain, try chainHash(at: push.value.sequence, txn) != chain { continue }  // stale already
+                if let chain = push.value.chain, try !chainMatches(at: push.value.sequence, chain, txn) { continue }  // stale already
                 carried.append(push)
             }
 

@@ -9,12 +9,13 @@ extension EventLog {
     /// The store format that gap records need (readers of format 1 do not know them).
     static let formatWithGaps: UInt32 = 2
 
-    /// Drops the records of `plan`: gap records in the log, compacted identities in `dots`, and
-    /// the history links of the key's kept records joined across them. Views do not change.
-    func drop(_ plan: KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+    /// Drops the records of `plan`: gap records in the log, their `dots` rows, and the history
+    /// links of the key's kept records joined across them; adds their identities to
+    /// `identities`, which the caller records (``recordDropped(_:_:)``) once for the whole
+    /// transaction. Views do not change.
+    func drop(_ plan: KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead, identities: inout [ReplicaID: [UInt64]]) throws {
         let macKey = try head.chainKey(chainKeys)
         try markFormatWithGaps(txn)
-        var identities: [ReplicaID: [UInt64]] = [:]
         for (sequence, event) in plan.dropped {
             _ = try txn.delete(dbs.dots, key: event.dot)
             identities[event.origin, default: []].append(event.counter)
@@ -37,6 +38,10 @@ extension EventLog {
             }
             keptBelow = sequence
         }
+    }
+
+    /// Records the identities of dropped events as compacted ranges, one origin at a time.
+    func recordDropped(_ identities: [ReplicaID: [UInt64]], _ txn: borrowing Transaction) throws {
         for (origin, counters) in identities {
             try CompactedIdentities.add(origin: origin, counters: Array(Set(counters)).sorted(), txn, dbs)
         }
@@ -128,12 +133,14 @@ extension EventLog {
     /// record there has that hash, or retention dropped it (a gap covers it, and the checkpoint is
     /// confirmed by the log's epoch, which the caller compares).
     package func chainMatches(at sequence: UInt64, _ chain: [UInt8]) throws -> Bool {
-        try environment.read { txn in
-            guard sequence > 0 else { return true }
-            if let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) {
-                return try LogRecord(decoding: bytes, sequence: sequence).hash == chain
-            }
-            return try isInsideGap(sequence, txn)
+        try environment.read { txn in try chainMatches(at: sequence, chain, txn) }
+    }
+
+    func chainMatches(at sequence: UInt64, _ chain: [UInt8], _ txn: borrowing Transaction) throws -> Bool {
+        guard sequence > 0 else { return true }
+        if let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) {
+            return try LogRecord(decoding: bytes, sequence: sequence).hash == chain
         }
+        return try isInsideGap(sequence, txn)
     }
 }

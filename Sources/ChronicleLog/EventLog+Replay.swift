@@ -37,8 +37,10 @@ extension EventLog {
         var keyedFrom: UInt64? = hashKey == nil ? nil : 1
         var expected: UInt64 = 1
         var count = 0
-        // The key of gap MACs: the head's chain key (looked up at the first gap).
+        // The key of gap MACs: that of the log's first chain-key record (the log's own word, not
+        // `meta`'s), or none when the log has none; looked up at the first gap.
         var gapKey: KeyedHash??
+        var firstChainKey: KeyedHash? = hashKey  // a store keyed by format 1: meta's, from record 1
         try txn.scanInPlace(dbs.events) { key, value in
             guard key.count == 8 else {
                 throw ChronicleError.corruptRecord(sequence: expected, reason: "log key of \(key.count) bytes")
@@ -65,7 +67,7 @@ extension EventLog {
                 guard gap.chainBefore == previous else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (a gap that does not follow the record before it)")
                 }
-                if gapKey == nil { gapKey = .some(try chainKeys.key(try LogHead.read(txn, dbs).chainKeyID)) }
+                if gapKey == nil { gapKey = .some(try firstChainKey ?? self.firstChainKey(after: sequence, txn)) }
                 let mac = Gap.mac(key: gapKey ?? nil, first: gap.first, last: sequence, chainBefore: gap.chainBefore, chainAtLast: stored)
                 guard Sodium.constantTimeEqual(mac, gap.mac) else {
                     throw ChronicleError.corruptRecord(
@@ -85,6 +87,7 @@ extension EventLog {
                 }
                 hashKey = try chainKeys.key(id)
                 keyedFrom = keyedFrom ?? sequence
+                firstChainKey = firstChainKey ?? hashKey
             }
             previous.withUnsafeBytes { previous in
                 hash.withUnsafeMutableBytes { hash in
@@ -123,6 +126,28 @@ extension EventLog {
             return true
         }
         return Replay(records: count, covered: expected - 1, keyed: hashKey != nil, keyedFrom: keyedFrom, chain: previous)
+    }
+
+    /// The key of the first chain-key record after `sequence`, or `nil` when the log has none
+    /// there (an unkeyed log): what gaps before it are MAC'd with.
+    func firstChainKey(after sequence: UInt64, _ txn: borrowing Transaction) throws -> KeyedHash? {
+        var id: KeyID?
+        try txn.scanInPlace(dbs.events, from: (sequence + 1).bigEndianBytes) { _, value in
+            guard value.first == RecordKind.chainKey.rawValue else { return true }
+            id = KeyID(bytes: UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)]))
+            return false
+        }
+        return try chainKeys.key(id)
+    }
+
+    /// Whether the log holds a chain-key record.
+    func holdsChainKeyRecord(_ txn: borrowing Transaction) throws -> Bool {
+        var found = false
+        try txn.scanInPlace(dbs.events) { _, value in
+            found = value.first == RecordKind.chainKey.rawValue
+            return !found
+        }
+        return found
     }
 
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
@@ -180,6 +205,10 @@ extension EventLog {
             throw ChronicleError.corruptMeta(entry: "chain", reason: "the head's chain hash is not that of the log's last record")
         }
         let keyed = replay.keyed
+        if keyed, head.chainKeyID == nil {
+            // The head MAC would go unchecked: meta was edited to forget the log's chain key.
+            throw ChronicleError.corruptMeta(entry: "chain.key", reason: "the log's chain is keyed but meta names no chain key: meta was edited")
+        }
         if try txn.get(dbs.meta, key: MetaKey.activeKey) != nil, !keyed {
             throw ChronicleError.corruptMeta(
                 entry: "chain.key", reason: "this store has a data key but its hash chain is not keyed: the chain was downgraded or rewritten")

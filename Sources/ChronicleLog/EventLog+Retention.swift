@@ -28,35 +28,18 @@ extension EventLog {
         return Retention(rule: UInt32(bigEndianBytes: bytes) ?? 0)
     }
 
-    /// Records the retention the change's key declared (no row: the default), when it differs
-    /// from the row there. Remembered per process after the commit, so a key's rule costs one
-    /// lookup a process.
-    func recordRetention(of change: PendingChange, _ txn: borrowing Transaction, notes: inout [RetentionNote]) throws {
-        let declared = change.retention?.rule
+    /// Records the retention a typed key declared with the change (no row: the default), when it
+    /// differs from the row there; a change that declares nothing leaves the row alone. One
+    /// lookup a change, in the write's transaction (another process may have changed the row).
+    func recordRetention(of change: PendingChange, _ txn: borrowing Transaction) throws {
+        guard let declared = change.retention.map({ $0?.rule }) else { return }
         let prefix = HistoryKey.prefix(domain: change.domain, name: change.key)
-        if recordedRetention.withLock({ $0[prefix] }) == .some(declared) { return }
         let stored = try txn.get(dbs.retention, key: prefix).flatMap { UInt32(bigEndianBytes: $0) }
-        if stored != declared {
-            if let declared {
-                try txn.put(dbs.retention, key: prefix, value: declared.bigEndianBytes)
-            } else {
-                try txn.delete(dbs.retention, key: prefix)
-            }
-        }
-        notes.append(RetentionNote(prefix: prefix, rule: declared))
-    }
-
-    /// A key's rule as its last commit left it (applied to ``recordedRetention`` once the commit is in).
-    struct RetentionNote {
-        var prefix: [UInt8]
-        var rule: UInt32?
-    }
-
-    func rememberRetention(_ notes: [RetentionNote]) {
-        guard !notes.isEmpty else { return }
-        recordedRetention.withLock { recorded in
-            if recorded.count > 65_536 { recorded = [:] }
-            for note in notes { recorded[note.prefix] = .some(note.rule) }
+        guard stored != declared else { return }
+        if let declared {
+            try txn.put(dbs.retention, key: prefix, value: declared.bigEndianBytes)
+        } else {
+            _ = try txn.delete(dbs.retention, key: prefix)
         }
     }
 
@@ -145,7 +128,9 @@ extension EventLog {
         try withHead(.whenAppended) { txn, head in
             let sequences = try historySequences(domain, name, txn)
             guard let plan = try planDrops(domain, name, sequences: sequences, keeping: .latest, budget: .max, txn) else { return 0 }
-            try drop(plan, txn, &head)
+            var identities: [ReplicaID: [UInt64]] = [:]
+            try drop(plan, txn, &head, identities: &identities)
+            try recordDropped(identities, txn)
             return plan.dropped.count
         }
     }
@@ -228,6 +213,7 @@ extension EventLog {
         let (dropped, unfinished) = try withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
+            var identities: [ReplicaID: [UInt64]] = [:]
             for prefix in candidates {
                 guard let key = Self.key(ofPrefix: prefix) else { continue }
                 guard budget > 0 else {
@@ -237,10 +223,11 @@ extension EventLog {
                 let sequences = try historySequences(key.domain, key.name, txn)
                 let retention = try retention(ofPrefix: prefix, txn)
                 guard let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn) else { continue }
-                try drop(plan, txn, &head)
+                try drop(plan, txn, &head, identities: &identities)
                 budget -= plan.dropped.count
                 if plan.unfinished { unfinished.append(prefix) }
             }
+            try recordDropped(identities, txn)
             return (Self.maxDropsPerStep - budget, unfinished)
         }
         return (true, dropped, unfinished)

@@ -47,7 +47,7 @@ extension EventLog {
     /// - Returns: the number of events written.
     @discardableResult
     package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
-        let (committed, counter, notes) = try withHead { txn, head in
+        let (committed, counter) = try withHead { txn, head in
             var counter = LocalCounter(last: writerCounter.withLock { $0 })
             try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
             var changes: [PendingChange] = []
@@ -57,12 +57,10 @@ extension EventLog {
                 }
             }
             defer { Self.wipePlaintexts(changes) }  // this attempt's plaintexts, also on a throw (a retry opens them again)
-            var notes: [RetentionNote] = []
-            let out = try applyLocal(changes, txn, &head, &counter, &notes)
-            return (out, counter.last, notes)
+            let out = try applyLocal(changes, txn, &head, &counter)
+            return (out, counter.last)
         }
         writerCounter.withLock { $0 = max($0, counter) }
-        rememberRetention(notes)
         if !committed.isEmpty { observers.publish(committed) }
         return committed.count
     }
@@ -73,17 +71,15 @@ extension EventLog {
         if groups.allSatisfy(\.isEmpty) { return groups.map { _ in .success([]) } }
         let results: [Result<[CommittedEvent], any Error>]
         do {
-            let (committed, counter, promoted, notes) = try withHead { txn, head in
+            let (committed, counter, promoted) = try withHead { txn, head in
                 // One counter through every group: the taken ones are looked up once a transaction.
                 var counter = LocalCounter(last: writerCounter.withLock { $0 })
                 let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
                 var out: [[CommittedEvent]] = []
-                var notes: [RetentionNote] = []
-                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter, &notes)) }
-                return (out, counter.last, promoted, notes)
+                for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
+                return (out, counter.last, promoted)
             }
             writerCounter.withLock { $0 = max($0, counter) }
-            rememberRetention(notes)
             if !promoted.promoted.isEmpty {
                 observers.publish(promoted.promoted)
                 schedulePromotion(at: promoted.nextDue)
@@ -94,14 +90,12 @@ extension EventLog {
             results = groups.map { changes in
                 Result {
                     if changes.isEmpty { return [] }  // a flush's marker
-                    let (out, counter, notes) = try withHead { txn, head in
+                    let (out, counter) = try withHead { txn, head in
                         var counter = LocalCounter(last: writerCounter.withLock { $0 })
-                        var notes: [RetentionNote] = []
-                        let out = try applyLocal(changes, txn, &head, &counter, &notes)
-                        return (out, counter.last, notes)
+                        let out = try applyLocal(changes, txn, &head, &counter)
+                        return (out, counter.last)
                     }
                     writerCounter.withLock { $0 = max($0, counter) }
-                    rememberRetention(notes)
                     return out
                 }
             }
@@ -124,8 +118,7 @@ extension EventLog {
     }
 
     private func applyLocal(
-        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout LocalCounter,
-        _ notes: inout [RetentionNote]
+        _ changes: [PendingChange], _ txn: borrowing Transaction, _ head: inout LogHead, _ counter: inout LocalCounter
     ) throws -> [CommittedEvent] {
         if counter.last == 0, !changes.isEmpty {
             // The first event of this writer: record the writer (and when it was drawn) in `meta`.
@@ -145,7 +138,7 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
-            try recordRetention(of: change, txn, notes: &notes)
+            try recordRetention(of: change, txn)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {

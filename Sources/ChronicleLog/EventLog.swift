@@ -62,8 +62,6 @@ package final class EventLog: Sendable {
     let sweepSchedule = Mutex(SweepSchedule(everyKey: true))
     /// The passes of the automatic compaction in progress (a closing log waits for them).
     let sweepPasses = DispatchGroup()
-    /// The retention rule each key's row holds, as this process last wrote or read it (`nil`: no row).
-    let recordedRetention = Mutex<[[UInt8]: UInt32?]>([:])
 
     package init(directory: String, configuration: LogOptions) throws {
         // Before the first chain hash, every store's: libsodium asks for it before any use, and it

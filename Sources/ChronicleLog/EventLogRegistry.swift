@@ -93,7 +93,10 @@ package enum EventLogRegistry {
             return closing
         }
         guard closing != nil else { return }
-        closing?.stopSweeping()  // waits for a step of the automatic compaction in progress
+        // Waits for a pass of the automatic compaction in progress. A lease taken meanwhile (it
+        // resumed sweeping before this stopped it) resumes it again below.
+        closing?.stopSweeping()
+        if entries.withLock({ ($0[identity]?.leases ?? 0) > 0 }) { closing?.resumeSweeping() }
         // Changes of the non-throwing forms still queued are committed before the log can close.
         if let eventLog = closing {
             do { try eventLog.settlePending() } catch {

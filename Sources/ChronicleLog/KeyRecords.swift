@@ -56,12 +56,16 @@ package struct KeyRecords: Sendable {
     @discardableResult
     package func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
         guard head.chainKeyID == nil else { return false }
+        // Gaps made before are MAC'd with no key: they get the key's MAC now, but only in a log
+        // that never held a chain-key record (one that did had its meta edited to forget it, and
+        // a gap forged meanwhile must not be re-MAC'd into a genuine one).
+        let firstKeying = try !log.holdsChainKeyRecord(txn)
         chainKeys.install(id: id, from: dataKey)
         try appendChainKeyRecord(id, txn, &head)
         try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
         try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
         head.chainKeyID = id
-        try log.remacGaps(with: try chainKeys.key(id), txn)  // gaps made before verify under the key from now on
+        if firstKeying { try log.remacGaps(with: try chainKeys.key(id), txn) }  // gaps made before verify under the key from now on
         return true
     }
 

@@ -32,10 +32,12 @@ package struct PendingChange: Sendable {
     /// stamped ``HLC/imported`` (it loses to every change made with a clock), a renamed value
     /// keeps its original time.
     package var stamp: HLC? = nil
-    /// The retention the key declared (`nil`: the store's default), recorded for the key as it commits.
-    package var retention: Retention? = nil
+    /// The retention a typed key declared, recorded for the key as it commits: `.some(nil)` for
+    /// "the store's default" (its row goes), `nil` when the write declares nothing (a tool's
+    /// write, `removeAll`, a rename or a re-seal: the key's row stays as it is).
+    package var retention: Retention?? = nil
 
-    package init(domain: Domain, key: String, policy: SyncPolicy, op: ChangeOperation, encoding: UInt8, payload: [UInt8], sealer: (any EventSealer)? = nil, authenticator: (any EventSealer)? = nil, ticket: UInt64 = 0, expectedOrder: ConflictOrder?? = nil, expectedTicket: UInt64? = nil, stamp: HLC? = nil, retention: Retention? = nil) {
+    package init(domain: Domain, key: String, policy: SyncPolicy, op: ChangeOperation, encoding: UInt8, payload: [UInt8], sealer: (any EventSealer)? = nil, authenticator: (any EventSealer)? = nil, ticket: UInt64 = 0, expectedOrder: ConflictOrder?? = nil, expectedTicket: UInt64? = nil, stamp: HLC? = nil, retention: Retention?? = nil) {
         self.domain = domain
         self.key = key
         self.policy = policy

@@ -66,7 +66,7 @@ extension Store {
         }
         return PendingChange(
             domain: key.domain, key: key.name, policy: key.sync, op: .set, encoding: encoding.rawValue, payload: payload,
-            sealer: try sealer(for: key.domain), retention: key.retention)
+            sealer: try sealer(for: key.domain), retention: .some(key.retention))
     }
 
     /// A remove of `key` as a pending change.
@@ -74,7 +74,7 @@ extension Store {
         try AnyKey.validate(name: key.name)
         return PendingChange(
             domain: key.domain, key: key.name, policy: key.sync, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [],
-            sealer: try sealer(for: key.domain), retention: key.retention)
+            sealer: try sealer(for: key.domain), retention: .some(key.retention))
     }
 
     func revisions<K: ValueKey>(of key: K) throws(ChronicleError) -> [Revision<K.Value>] {

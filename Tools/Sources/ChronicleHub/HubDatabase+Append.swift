@@ -73,6 +73,9 @@ extension HubDatabase {
         var positions: [Int64] = [], writers: [ByteBuffer] = [], counters: [Int64] = [], policies: [Int16] = []
         var sizes: [Int32] = [], bodies: [ByteBuffer] = [], chains: [ByteBuffer] = []
         var keys: [ByteBuffer] = [], hlcs: [Int64] = [], devices: [String] = []
+        /// Events a device pushed that the tenant stores already (another device pushed them
+        /// first): each row counts for this device's retention too.
+        var vouchWriters: [ByteBuffer] = [], vouchCounters: [Int64] = [], vouchBodies: [ByteBuffer] = [], vouchDevices: [String] = []
         var keyDigests: [ByteBuffer] = [], keyBodies: [ByteBuffer] = [], keyIDs: [ByteBuffer] = [], keyDevices: [String] = []
         var addedBytes: Int64 = 0
         /// Events appended per device (every device that pushed, with 0 when nothing was new).
@@ -198,7 +201,8 @@ extension HubDatabase {
                 sizes: writes.sizes, bodies: writes.bodies, chains: writes.chains, keys: writes.keys, hlcs: writes.hlcs,
                 devices: writes.devices, head: tenant.head, chain: chain,
                 addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes,
-                appendedSinceTrim: trimDue ? 0 : appendedSinceTrim, changed: changed, pushers: devices,
+                appendedSinceTrim: trimDue ? 0 : appendedSinceTrim, vouchWriters: writes.vouchWriters, vouchCounters: writes.vouchCounters,
+                vouchBodies: writes.vouchBodies, vouchDevices: writes.vouchDevices, changed: changed, pushers: devices,
                 pushedCounts: pushedCounts, channel: Self.channel, payload: String(id), notify: notify),
             logger: logger) {}
 
@@ -230,6 +234,12 @@ extension HubDatabase {
             let identity = IdentityKey(writer: event.writer, counter: Int64(event.counter))
             guard known[identity]?.contains(event.bytes) != true, added[identity]?.contains(event.bytes) != true else {
                 receipt.duplicates += 1
+                if known[identity]?.contains(event.bytes) == true {
+                    writes.vouchWriters.append(ByteBuffer(bytes: event.writer))
+                    writes.vouchCounters.append(Int64(event.counter))
+                    writes.vouchBodies.append(ByteBuffer(bytes: event.bytes))
+                    writes.vouchDevices.append(device)
+                }
                 continue
             }
             added[identity, default: []].append(event.bytes)

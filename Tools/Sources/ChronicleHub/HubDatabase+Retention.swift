@@ -7,8 +7,10 @@ import Synchronization
 /// pushed (the tenant's `retain_revisions`, 100 by default) and each device's greatest one by
 /// conflict order, so it holds live values, not every write, and its quota counts what it holds.
 ///
-/// The hub cannot authenticate events, so revisions are counted per pushing device: what one
-/// token pushes never evicts another device's events. Trimming runs after appends (once
+/// The hub cannot authenticate events, so revisions are counted per pushing device, and a row
+/// counts for every device that pushed it (a carrier that relayed a member's event first cannot
+/// then evict it with its own junk, since the member's push vouches for it too): what one token
+/// pushes never evicts another device's events. Trimming runs after appends (once
 /// ``trimThreshold`` events were appended to the tenant since a node last started a trim of it,
 /// counted in the tenant's row by whichever node appends, or when a push met the quota), in
 /// transactions of at most ``maxTrimmedPerTransaction`` rows that take the tenant's row lock only
@@ -65,21 +67,27 @@ extension HubDatabase {
 }
 
 /// One transaction of ``HubDatabase/trim(tenant:)``: ranks each (key, device)'s rows by position
-/// and by conflict order, deletes at most `limit` rows that are neither among the newest
-/// `retain_revisions` nor the greatest, and takes them off the tenant's counts. Rows of events
-/// of a newer format (no key) are kept.
+/// and by conflict order, where a row counts for the device that stored it and every device that
+/// pushed it again (`also_pushed_by`); deletes at most `limit` rows that no device keeps (among its
+/// newest `retain_revisions`, or its greatest), and takes them off the tenant's counts. Rows of
+/// events of a newer format (no key) are kept.
 struct TrimStatement: PostgresPreparedStatement {
     static let sql = """
         WITH settings AS (
             SELECT COALESCE(retain_revisions, \(HubDatabase.defaultRetainedRevisions)) AS kept FROM tenants WHERE id = $1
+        ), pairs AS (
+            SELECT position, key, hlc, writer, counter, pusher
+            FROM events, unnest(array_prepend(device, also_pushed_by)) AS pusher
+            WHERE tenant_id = $1 AND key IS NOT NULL
         ), ranked AS (
             SELECT position,
-                row_number() OVER (PARTITION BY key, device ORDER BY position DESC) AS newest,
-                rank() OVER (PARTITION BY key, device ORDER BY hlc DESC, writer DESC, counter DESC) AS greatest
-            FROM events WHERE tenant_id = $1 AND key IS NOT NULL
+                row_number() OVER (PARTITION BY key, pusher ORDER BY position DESC) AS newest,
+                rank() OVER (PARTITION BY key, pusher ORDER BY hlc DESC, writer DESC, counter DESC) AS greatest
+            FROM pairs
         ), doomed AS (
             SELECT r.position FROM ranked r, settings s
-            WHERE s.kept > 0 AND r.newest > s.kept AND r.greatest > 1
+            GROUP BY r.position, s.kept
+            HAVING s.kept > 0 AND bool_and(r.newest > s.kept AND r.greatest > 1)
             ORDER BY r.position LIMIT $2
         ), deleted AS (
             DELETE FROM events e USING doomed d WHERE e.tenant_id = $1 AND e.position = d.position

@@ -17,7 +17,7 @@ import Synchronization
 ///         max_events, max_bytes)
 /// devices(tenant_id, name, token_hash 32 B UNIQUE, created, last_seen, pushed, pulled)
 /// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
-///        key (domain ‖ length ‖ name), hlc, device, PRIMARY KEY (tenant_id, position),
+///        key (domain ‖ length ‖ name), hlc, device, also_pushed_by, PRIMARY KEY (tenant_id, position),
 ///        UNIQUE (tenant_id, writer, counter, sha256(body)))
 /// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device)
 /// tenants.retain_revisions: revisions of a key each device's pushes keep (NULL: 100, 0: all);
@@ -240,6 +240,7 @@ public final class HubDatabase: Sendable {
                 "ALTER TABLE events ADD COLUMN IF NOT EXISTS key bytea",
                 "ALTER TABLE events ADD COLUMN IF NOT EXISTS hlc bigint",
                 "ALTER TABLE events ADD COLUMN IF NOT EXISTS device text",
+                "ALTER TABLE events ADD COLUMN IF NOT EXISTS also_pushed_by text[] NOT NULL DEFAULT '{}'",
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS retain_revisions integer",
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS appended_since_trim bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX IF NOT EXISTS events_retention ON events (tenant_id, key, device, position) WHERE key IS NOT NULL",

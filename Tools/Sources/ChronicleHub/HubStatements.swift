@@ -52,6 +52,11 @@ struct PushWriteStatement: PostgresPreparedStatement {
             UPDATE tenants SET head = $9, chain = $10, event_count = event_count + $11, byte_count = byte_count + $12,
                 appended_since_trim = $22
             WHERE id = $1 AND $13
+        ), vouched AS (
+            UPDATE events e SET also_pushed_by = array_append(e.also_pushed_by, u.d)
+            FROM unnest($23::bytea[], $24::bigint[], $25::bytea[], $26::text[]) AS u(w, c, b, d)
+            WHERE e.tenant_id = $1 AND e.writer = u.w AND e.counter = u.c AND e.body = u.b
+                AND e.device IS DISTINCT FROM u.d AND NOT (u.d = ANY(e.also_pushed_by))
         ), seen AS (
             UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
             FROM unnest($14::text[], $15::bigint[]) AS u(name, count)
@@ -62,7 +67,7 @@ struct PushWriteStatement: PostgresPreparedStatement {
     static let bindingDataTypes: [PostgresDataType] = [
         .int8, .int8Array, .byteaArray, .int8Array, .int2Array, .int4Array, .byteaArray, .byteaArray,
         .int8, .bytea, .int8, .int8, .bool, .textArray, .int8Array, .text, .text, .bool,
-        .byteaArray, .int8Array, .textArray, .int8,
+        .byteaArray, .int8Array, .textArray, .int8, .byteaArray, .int8Array, .byteaArray, .textArray,
     ]
     typealias Row = ()
 
@@ -75,12 +80,14 @@ struct PushWriteStatement: PostgresPreparedStatement {
     var head: Int64, chain: ByteBuffer, addedEvents: Int64, addedBytes: Int64
     /// The tenant's count of events appended since its last trim, after this write (0: a trim starts).
     var appendedSinceTrim: Int64
+    /// Events the tenant stores already that a device pushed again: it vouches for them too.
+    var vouchWriters: [ByteBuffer], vouchCounters: [Int64], vouchBodies: [ByteBuffer], vouchDevices: [String]
     var changed: Bool
     var pushers: [String], pushedCounts: [Int64]
     var channel: String, payload: String, notify: Bool
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 22)
+        var bindings = PostgresBindings(capacity: 26)
         bindings.append(tenant)
         bindings.append(positions)
         bindings.append(writers)
@@ -103,6 +110,10 @@ struct PushWriteStatement: PostgresPreparedStatement {
         bindings.append(hlcs)
         bindings.append(devices)
         bindings.append(appendedSinceTrim)
+        bindings.append(vouchWriters)
+        bindings.append(vouchCounters)
+        bindings.append(vouchBodies)
+        bindings.append(vouchDevices)
         return bindings
     }
 
