@@ -94,7 +94,7 @@ package struct Transaction: ~Copyable {
         try withCursor(database) { cursor throws in
             var key = MDB_val()
             var value = MDB_val()
-            var rc: Int32
+            let rc: Int32
             if let start {
                 rc = start.withMDBVal { startVal in
                     key = startVal
@@ -103,13 +103,7 @@ package struct Transaction: ~Copyable {
             } else {
                 rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
             }
-            while rc == 0 {
-                let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
-                let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
-                guard try body(keyBuffer, valueBuffer) else { return }
-                rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
-            }
-            if rc != MDB_NOTFOUND { try check(rc) }
+            try walk(cursor, &key, &value, from: rc, step: MDB_NEXT, body)
         }
     }
 
@@ -123,20 +117,30 @@ package struct Transaction: ~Copyable {
         try withCursor(database) { cursor throws in
             var key = MDB_val()
             var value = MDB_val()
-            var rc = end.withMDBVal { endVal in
+            let found = end.withMDBVal { endVal in
                 key = endVal
                 return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
             }
             // At the first key at or after `end` (step back once), or past the last key.
-            rc = rc == 0 ? mdb_cursor_get(cursor, &key, &value, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &key, &value, MDB_LAST) : rc
-            while rc == 0 {
-                let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
-                let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
-                guard try body(keyBuffer, valueBuffer) else { return }
-                rc = mdb_cursor_get(cursor, &key, &value, MDB_PREV)
-            }
-            if rc != MDB_NOTFOUND { try check(rc) }
+            let rc = found == 0 ? mdb_cursor_get(cursor, &key, &value, MDB_PREV) : found == MDB_NOTFOUND ? mdb_cursor_get(cursor, &key, &value, MDB_LAST) : found
+            try walk(cursor, &key, &value, from: rc, step: MDB_PREV, body)
         }
+    }
+
+    /// Lends the pair the cursor is at (when `rc` says it found one) to `body`, then steps with
+    /// `step` and lends the next, until `body` returns `false` or the cursor runs out.
+    private func walk(
+        _ cursor: OpaquePointer, _ key: inout MDB_val, _ value: inout MDB_val, from rc: Int32, step: MDB_cursor_op,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var rc = rc
+        while rc == 0 {
+            let keyBuffer = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+            let valueBuffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+            guard try body(keyBuffer, valueBuffer) else { return }
+            rc = mdb_cursor_get(cursor, &key, &value, step)
+        }
+        if rc != MDB_NOTFOUND { try check(rc) }
     }
 
     /// The last key/value pair of `database` in key order, or `nil` when it is empty.
