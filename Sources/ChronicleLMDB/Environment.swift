@@ -111,15 +111,65 @@ package final class Environment: @unchecked Sendable {
         var pageStat = MDB_stat()
         mdb_env_info(handle, &info)
         mdb_env_stat(handle, &pageStat)
-        let needed = (info.me_last_pgno + 1) * Int(pageStat.ms_psize)
+        let pageSize = Int(pageStat.ms_psize)
+        let needed = (info.me_last_pgno + 1) * pageSize
         var fileStatus = stat()
         if stat(path + "/data.mdb", &fileStatus) == 0, Int(fileStatus.st_size) < needed {
-            mdb_env_close(handle)
-            throw LMDBError(
-                code: MDB_CORRUPTED,
-                detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
+            // LMDB never writes a page it allocated and freed in the same transaction (a "loose"
+            // page, which it puts on the freelist), so a sound file may end before its last page
+            // number when those pages are at its end: deletes do that. The file is sound when every
+            // missing page is free. It is extended first (zeros: a read of a missing page then
+            // finds a page of the wrong type, not a fault), and cut back when it is not sound.
+            let present = Int(fileStatus.st_size) / pageSize
+            let file = path + "/data.mdb"
+            guard Self.extend(file, to: needed), Self.pagesAreFree(present...info.me_last_pgno, handle) else {
+                _ = truncate(file, fileStatus.st_size)
+                mdb_env_close(handle)
+                throw LMDBError(
+                    code: MDB_CORRUPTED,
+                    detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
+            }
         }
         return (handle, path, options.syncMode)
+    }
+
+    /// Whether every page in `pages` is on the environment's freelist (read as `mdb_stat -f`
+    /// does: the free database's records are page-number lists, a count first, native-endian).
+    private static func pagesAreFree(_ pages: ClosedRange<Int>, _ env: OpaquePointer) -> Bool {
+        var missing = Set(pages)
+        guard missing.count <= 1 << 20 else { return false }
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0, let txn else { return false }
+        defer { mdb_txn_abort(txn) }
+        var cursor: OpaquePointer?
+        guard mdb_cursor_open(txn, 0, &cursor) == 0, let cursor else { return false }  // dbi 0: the freelist
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var value = MDB_val()
+        var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+        let width = MemoryLayout<Int>.size
+        while rc == 0, !missing.isEmpty {
+            let list = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+            if list.count >= width {
+                let count = list.loadUnaligned(as: Int.self)
+                if count >= 0, count <= list.count / width - 1 {
+                    for index in 0..<count { missing.remove(list.loadUnaligned(fromByteOffset: (index + 1) * width, as: Int.self)) }
+                }
+            }
+            rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+        }
+        return missing.isEmpty
+    }
+
+    /// Extends the file at `path` to at least `size` bytes (never shrinks it).
+    private static func extend(_ path: String, to size: Int) -> Bool {
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return false }
+        if Int(status.st_size) >= size { return true }
+        return posix_fallocate(descriptor, 0, off_t(size)) == 0 && fsync(descriptor) == 0
     }
 
     deinit {
