@@ -148,7 +148,7 @@ extension EventLog {
                 let retention = try retention(ofPrefix: prefix, txn)
                 let sequences = retention.keptRevisions == nil ? [] : try historySequences(event.domain, event.key, txn)
                 if let keep = retention.keptRevisions, sequences.count > keep {
-                    kept[prefix] = .some(Set(try retainedSequences(event.domain, event.key, keeping: retention, txn)))
+                    kept[prefix] = .some(Set(try retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
                 } else {
                     kept[prefix] = .some(nil)
                 }

@@ -58,8 +58,11 @@ extension EventLog {
     }
 
     /// The records of a key that `retention` keeps, newest first (what `history(of:)` shows).
-    func retainedSequences(_ domain: Domain, _ name: String, keeping retention: Retention, _ txn: borrowing Transaction) throws -> [UInt64] {
-        let sequences = try historySequences(domain, name, txn)
+    /// - Parameter known: the key's history (newest first), when the caller read it already.
+    func retainedSequences(
+        _ domain: Domain, _ name: String, keeping retention: Retention, known: [UInt64]? = nil, _ txn: borrowing Transaction
+    ) throws -> [UInt64] {
+        let sequences = try known ?? historySequences(domain, name, txn)
         guard let plan = try planDrops(domain, name, sequences: sequences, keeping: retention, budget: .max, txn) else { return sequences }
         let dropped = Set(plan.dropped.map(\.sequence))
         return sequences.filter { !dropped.contains($0) }

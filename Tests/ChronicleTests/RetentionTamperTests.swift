@@ -229,7 +229,8 @@ struct RetentionHeldTests {
                 try store.set(value, for: hot)
                 if value % 9 == 0 { try store.set(value, for: kept) }
             }
-            #expect(try store.applyRetention() == 39)
+            _ = try store.applyRetention()  // the pass that started at open may have dropped some already
+            #expect(try recordKinds(store).events == 1 + 4)
             #expect(try store.verify().isSound)
         }
         let store = try Store(directory: directory, configuration: passphraseConfiguration("keyed later"))

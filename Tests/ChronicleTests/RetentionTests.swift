@@ -154,8 +154,8 @@ struct RetentionTests {
                 for await _ in store.updates(of: key) { heard.withLock { $0 += 1 } }
             }
             #expect(try await eventually { heard.withLock { $0 } == 1 })  // the current value
-            let dropped = try store.applyRetention()
-            #expect(dropped == 48)
+            _ = try store.applyRetention()
+            #expect(try recordKinds(store).events == 2)  // 48 dropped, by this pass or the one that started at open
             try store.set(51, for: key)
             var resumed: [LogEntry] = []
             for await entry in store.changes(from: late) {
@@ -303,7 +303,7 @@ struct RetentionTests {
             let kept = Key<Int>(junk.name, default: 0, sync: .manual, retention: .forever)
             for value in 1...150 { try carrier.set(value, for: kept) }
             try await Replicator(store: carrier, peers: [.store(relay)]).sync()
-            #expect(try relay.applyRetention() == 51)  // the forgery, the junk key's oldest, and 50 more
+            _ = try relay.applyRetention()  // the forgery, the junk key's oldest, and 50 more (some may be gone already)
             #expect(try recordKinds(relay).events == 100)
             // The member's genuine event under that identity.
             try member.set("second", for: theme)
