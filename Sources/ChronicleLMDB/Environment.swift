@@ -66,7 +66,7 @@ package final class Environment: @unchecked Sendable {
     /// The sync mode the environment was opened with.
     package let syncMode: SyncMode
     /// The directory's identity, claimed for this environment in ``OpenFiles``.
-    private let file: OpenFiles.FileID
+    private let file: OpenFiles.Claim
 
     /// Opens (creating if needed) the environment in the directory at `path`.
     ///

@@ -35,7 +35,8 @@ package enum EventLogRegistry {
 
     /// A lease on the log for `directory`, opening it if needed. Every path to one directory (a
     /// symbolic link, a bind mount) leases the same log: entries are keyed by the directory's
-    /// device and inode.
+    /// device and inode. An open log keeps its directory open, so a directory deleted while
+    /// something holds its log keeps its inode, and one created at its path is another store.
     package static func lease(directory: URL, configuration: LogOptions) throws(ChronicleError) -> EventLogLease {
         let path = try prepareDirectory(directory)
         guard let identity = identity(of: path) else { throw .io(path: path, reason: "the store's directory cannot be examined") }
