@@ -42,6 +42,12 @@ package enum MetaKey {
     package static func relaySource(_ source: String) -> [UInt8] {
         relaySourcePrefix + Array(GenericHash.hash(Array(source.utf8)).prefix(16))
     }
+    /// Received key records a member derived a key for and could not open, so that no process
+    /// of it derives them again: `dk.unopened/` ‖ [16] tag → u64 Unix ms it was tried. The tag is
+    /// keyed BLAKE2b of the record under a subkey of the KEK of the member's active key record
+    /// (docs/FORMAT.md 7.2): a new passphrase tries every record again.
+    package static let unopenedKeyPrefix = Array("dk.unopened/".utf8)
+    package static func unopenedKey(_ tag: [UInt8]) -> [UInt8] { unopenedKeyPrefix + tag }
     /// Every writer id this store has used, with the Unix ms it was drawn: `writer/` ‖ id.
     package static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
     /// The retention of keys that declare none, as the store was last opened with: u32, 0 for all.

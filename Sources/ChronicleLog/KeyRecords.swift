@@ -125,9 +125,11 @@ package struct KeyRecords: Sendable {
 
     /// Stores each wrapped key this log does not hold yet; returns how many were new. A different
     /// record under an id it holds is kept as an alternate to relay: at most ``alternatesPerKey``
-    /// per id, a new one replacing the oldest alternate (the first record is never replaced).
-    /// A carrier that squats an id before the real record arrives, or floods it after, must send
-    /// more than that many records between the real one's arrival and the first member's pull.
+    /// per id, the earliest arrivals (the first record is never replaced; once the alternates
+    /// are full, a new one replaces the newest). Junk sent after the real record never pushes it
+    /// out; a carrier that knows an id must send more than that many records before the real
+    /// one first reaches this relay to keep it from here (members still get it from any peer
+    /// that has it).
     @discardableResult
     package func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
         var added = 0
@@ -146,14 +148,16 @@ package struct KeyRecords: Sendable {
     }
 
     /// Keeps `record` (a wrapped key's bytes, of any version) as an alternate under `id`, unless
-    /// it is there already; the oldest alternate gives way past ``alternatesPerKey``.
+    /// it is there already; past ``alternatesPerKey`` it replaces the newest alternate, so the
+    /// earliest arrivals stay. Arrivals under one id are strictly increasing (a record arriving
+    /// in the same millisecond as the newest counts one more), so "newest" is never a tie.
     package func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing LogTransaction) throws {
         let alternates = try alternateEntries(id, txn)
         guard !alternates.contains(where: { $0.value == record }) else { return }
-        if alternates.count >= Self.alternatesPerKey, let oldest = alternates.min(by: { $0.arrival < $1.arrival }) {
-            try txn.delete(dbs.meta, key: oldest.key)
-        }
-        try txn.put(dbs.meta, key: MetaKey.alternateKey(id, record, arrival: arrival), value: record)
+        let newest = alternates.max { $0.arrival < $1.arrival }  // ties only among records stored before arrivals were
+        if alternates.count >= Self.alternatesPerKey, let newest { try txn.delete(dbs.meta, key: newest.key) }
+        let stamped = max(arrival, (newest?.arrival ?? 0) &+ 1)
+        try txn.put(dbs.meta, key: MetaKey.alternateKey(id, record, arrival: stamped), value: record)
     }
 
     /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
@@ -190,6 +194,41 @@ package struct KeyRecords: Sendable {
         }
         return entries
     }
+
+    // MARK: - Records that did not open
+
+    /// Which of `tags` name received records this member derived for before and could not open.
+    package func unopened(_ tags: [[UInt8]]) throws -> Set<[UInt8]> {
+        guard !tags.isEmpty else { return [] }
+        return try environment.read { txn in
+            Set(try tags.filter { try txn.get(dbs.meta, key: MetaKey.unopenedKey($0)) != nil })
+        }
+    }
+
+    /// Remembers that the records `tags` name did not open, in a write transaction of its own
+    /// (what a derivation taught stays learnt whether or not the import commits). At most
+    /// ``unopenedCapacity`` are kept, the oldest forgotten first: a record forgotten costs one
+    /// derivation again, never a refusal.
+    package func rememberUnopened(_ tags: [[UInt8]], now: UInt64 = UnixMilliseconds.now()) throws {
+        guard !tags.isEmpty else { return }
+        try environment.write { txn in
+            for tag in tags { try txn.put(dbs.meta, key: MetaKey.unopenedKey(tag), value: now.bigEndianBytes) }
+            var entries: [(key: [UInt8], tried: UInt64)] = []
+            try txn.scan(dbs.meta, from: MetaKey.unopenedKeyPrefix) { key, value in
+                guard key.starts(with: MetaKey.unopenedKeyPrefix) else { return false }
+                entries.append((key, UInt64(bigEndianBytes: value) ?? 0))
+                return true
+            }
+            guard entries.count > Self.unopenedCapacity else { return }
+            for entry in entries.sorted(by: { $0.tried < $1.tried }).prefix(entries.count - Self.unopenedCapacity) {
+                try txn.delete(dbs.meta, key: entry.key)
+            }
+        }
+    }
+
+    /// The most received records a member remembers as not opening (16 bytes of tag and 8 of
+    /// time each).
+    package static let unopenedCapacity = 4096
 
     /// The alternate records kept under key id `id`.
     package func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {

@@ -74,6 +74,34 @@ struct CarrierCostBoundsTests {
         }
     }
 
+    /// Junk under the genuine id ahead of it, sent again to every sync of a member that runs
+    /// each sync in a new process (`chronicle sync`, a relaunched app): what a derivation showed
+    /// not to open is remembered on disk, so each junk record costs one derivation ever and the
+    /// genuine key opens within three imports. Before, every process derived the same junk again
+    /// and the genuine key never opened.
+    @Test func aRecordThatDidNotOpenIsNotDerivedAgainByAnotherProcess() async throws {
+        try await withGroup { victim, _, spare in
+            var (range, _) = try newcomersRange(spare)
+            let genuine = try #require(range.keys.first { key in range.events.contains { $0.authenticator?.keyID == key.id } })
+            range.keys = (0..<8).map { _ in junkKeyRecord(id: genuine.id, like: genuine) } + range.keys
+            var spent = 0
+            for _ in 0..<3 {
+                let process = try Store(directory: victim.directory, configuration: passphraseConfiguration("the group"))
+                let opened = try derivations(process)
+                _ = try process.importRange(Data(range.encoded()), from: "a relay")
+                spent += try derivations(process) - opened
+            }
+            #expect(victim[.groupTheme] == "from the newcomer", "the genuine key never opened")
+            #expect(spent <= 9 + 2, "\(spent) derivations: junk was derived again")
+            // A new passphrase tries every record again: what did not open under the old one may now.
+            let tagKey = try #require(try victim.crypto.get().unopenedTagKey(needed: true))
+            #expect(try victim.eventLog.keyRecords.unopened(range.keys.map { Keyring.unopenedTag($0, key: tagKey) }).count == 8)
+            try victim.changePassphrase(to: "a new one")
+            let newTagKey = try #require(try victim.crypto.get().unopenedTagKey(needed: true))
+            #expect(try victim.eventLog.keyRecords.unopened(range.keys.map { Keyring.unopenedTag($0, key: newTagKey) }).isEmpty)
+        }
+    }
+
     // MARK: - The quarantine
 
     /// Forged events a member sets aside (junk: their authenticators do not verify).
@@ -196,31 +224,64 @@ struct CarrierCostBoundsTests {
 
     // MARK: - Key records at a keyless relay
 
-    /// Key ids are public. Junk records under a member's id at a relay without the group's key,
-    /// five before the real record arrives and ten after, do not make the relay drop the real one:
-    /// a member pulling there opens the member's events (within a few imports: each junk record
-    /// costs it one derivation, a batch runs a few).
-    @Test func junkRecordsUnderAMembersKeyIDAtARelayDoNotCutItOff() async throws {
-        try await withGroup { victim, honest, relayDirectory in
+    /// A relay without the group's key, a member who joins after the others (its key record new
+    /// to everyone), and a carrier that pushes junk records under that member's key id, each
+    /// with an event naming the id (so the relay keeps it).
+    func withRelayAndNewcomer(
+        _ body: (_ victim: Store, _ newcomer: Store, _ relay: Store, _ squat: (Int) throws -> Void, _ real: WrappedKey) async throws -> Void
+    ) async throws {
+        try await withGroup { victim, _, relayDirectory in
+            let newcomerDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: newcomerDirectory) }
             var relayConfiguration = Store.Configuration()
             relayConfiguration.travelKeyCost = .minimumForTesting
             let relay = try Store(directory: relayDirectory, configuration: relayConfiguration)
-            try honest.set("from honest", for: .groupTheme)
-            let seen = try EventRange(decoding: Array(try honest.exportRange(after: 0)))
+            let newcomer = try Store(directory: newcomerDirectory, configuration: passphraseConfiguration("the group"))
+            try newcomer.set("from the newcomer", for: .groupTheme)
+            let seen = try EventRange(decoding: Array(try newcomer.exportRange(after: 0)))
             let real = try #require(seen.keys.first { key in seen.events.contains { $0.authenticator?.keyID == key.id && $0.key == Keys.groupTheme.name } })
-            var filler = try #require(seen.events.last)
+            #expect(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.wrappedKey(real.id, $0) } == nil)
+            var filler = try #require(seen.events.last { $0.authenticator?.keyID == real.id })
             func squat(_ count: Int) throws {
                 let junk = (0..<count).map { _ in junkKeyRecord(id: real.id, like: real) }
                 filler.origin = ReplicaID.random()
                 _ = try relay.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: junk, events: [filler], opaque: []).encoded()), from: "HTTP push")
             }
+            try await body(victim, newcomer, relay, squat, real)
+        }
+    }
+
+    /// Key ids are public. Junk records under a member's id at a relay without the group's key,
+    /// five before the real record arrives and ten after, do not make the relay drop the real one:
+    /// a member pulling there opens the member's events (within a few imports: each junk record
+    /// costs it one derivation, a batch runs a few).
+    @Test func junkRecordsUnderAMembersKeyIDAtARelayDoNotCutItOff() async throws {
+        try await withRelayAndNewcomer { victim, newcomer, relay, squat, real in
             try squat(5)
-            try await Replicator(store: honest, peers: [.store(relay)]).sync()
+            #expect(try relay.eventLog.keyRecords.readKeyRecords { try relay.eventLog.keyRecords.wrappedKey(real.id, $0) } != real, "the junk did not squat the id")
+            try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
             try squat(10)
-            for _ in 0..<6 where victim[.groupTheme] != "from honest" {
+            for _ in 0..<6 where victim[.groupTheme] != "from the newcomer" {
                 try await Replicator(store: victim, peers: [.store(relay)]).sync()
             }
-            #expect(victim[.groupTheme] == "from honest", "the relay dropped the member's real key record")
+            #expect(victim[.groupTheme] == "from the newcomer", "the relay dropped the member's real key record")
+        }
+    }
+
+    /// The flushing variant: one junk record under a member's key id before its first push, then
+    /// sixteen fresh ones after each of its pushes. The real record is the relay's oldest
+    /// alternate; a relay that let new alternates replace the oldest lost it at every push, and
+    /// every member pulling there quarantined the member's events. The earliest arrivals stay.
+    @Test func junkFlushedAfterEachPushAtARelayDoesNotCutAMemberOff() async throws {
+        try await withRelayAndNewcomer { victim, newcomer, relay, squat, real in
+            try squat(1)
+            for round in 0..<6 where victim[.groupTheme] != "from the newcomer" {
+                if round > 0 { try newcomer.set("from the newcomer", for: .groupTheme) }
+                try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
+                try squat(KeyRecords.alternatesPerKey)
+                try await Replicator(store: victim, peers: [.store(relay)]).sync()
+            }
+            #expect(victim[.groupTheme] == "from the newcomer", "the relay flushed the member's real key record")
         }
     }
 

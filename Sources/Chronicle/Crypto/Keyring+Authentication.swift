@@ -140,7 +140,13 @@ extension Keyring {
         // One derivation of each batch is kept for the oldest waiting record, so a key left
         // waiting is reached however many records later batches bring of their own.
         let ownBudget = waitingRecords.isEmpty ? Self.derivationsPerBatch : Self.derivationsPerBatch - 1
-        for (record, quarantineID) in candidates {
+        // Records a derivation showed before not to open (in this process or another) are not
+        // derived again: a carrier's junk costs one derivation, once.
+        let tagKey = try unopenedTagKey(needed: candidates.contains { $0.0.kind == .passphrase && !known.contains($0.0.id) })
+        let tags = tagKey.map { key in candidates.map { Self.unopenedTag($0.0, key: key) } } ?? []
+        let unopenedBefore = try keyRecords.unopened(tags)
+        var unopenedNow: [[UInt8]] = []
+        for (index, (record, quarantineID)) in candidates.enumerated() {
             if let quarantineID { screening.retired.append(quarantineID) }
             // A member stores the record that opens; another record under an id it holds is junk to it.
             if known.contains(record.id) { continue }
@@ -150,6 +156,10 @@ extension Keyring {
             }
             if let problem = Self.boundsProblem(record, minimum: travelLimits) {
                 screening.rejected.append((record, .keyParametersOutOfBounds, problem))
+                continue
+            }
+            if !tags.isEmpty, unopenedBefore.contains(tags[index]) {
+                screening.rejected.append((record, .unopenableKey, "this store's key source did not open key \(record.id) when it was tried before"))
                 continue
             }
             if needsDerivation(record) {
@@ -170,14 +180,32 @@ extension Keyring {
                 screening.accepted.append(record)
                 known.insert(record.id)
             } catch {
+                if !tags.isEmpty { unopenedNow.append(tags[index]) }
                 screening.rejected.append((record, .unopenableKey, "this store's key source does not open key \(record.id)"))
             }
         }
+        try keyRecords.rememberUnopened(unopenedNow)
         // A set: an honest range names a key or two, a hostile one a new key per event.
         for id in named where known.contains(id) {
             _ = try? dataKey(id)
         }
         return screening
+    }
+
+    /// The key of this member's tags of received records that did not open, when it has a
+    /// passphrase and `needed`: a subkey of the KEK of its active key record (derived when the
+    /// store opened), so a new passphrase tries every record again, and a tag tells a reader of
+    /// the file nothing it could test a passphrase guess with, short of Argon2id.
+    func unopenedTagKey(needed: Bool) throws -> SecureBytes? {
+        guard needed, case .passphrase = sourceValue else { return nil }
+        let active = try keyRecords.readKeyRecords { txn in try keyRecords.activeKeyID(txn).flatMap { try keyRecords.wrappedKey($0, txn) } }
+        guard let active, active.kind == .passphrase else { return nil }
+        return try KeyDerivation.derive(length: 32, id: 4, context: "chr.unop", from: try kek(for: active))
+    }
+
+    /// A received record's tag (docs/FORMAT.md 7.2): BLAKE2b-128 of its bytes keyed with `key`.
+    static func unopenedTag(_ record: WrappedKey, key: SecureBytes) -> [UInt8] {
+        GenericHash.hash(record.encoded(), key: key, length: 16)
     }
 
     /// The screening of a store that verifies nothing (a relay): the records an item of the batch

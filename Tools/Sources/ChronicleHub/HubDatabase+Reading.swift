@@ -75,14 +75,15 @@ extension HubDatabase {
         }
         let bodies = (sent ?? []).map { Array(buffer: $0) }
         // Only the key records the pulled events name (every record under each id: a relay
-        // cannot tell a carrier's record from the real one; members open what opens).
+        // cannot tell a carrier's record from the real one; members open what opens), each id's
+        // oldest first: the record that came with the events that first named the id leads.
         var keys: [[UInt8]] = []
         let named = Set(bodies.flatMap { RelayRange.keyIDs(ofItem: $0) }).map { ByteBuffer(bytes: $0) }
         if !named.isEmpty {
             let rows = try await client.query(
                 """
                 SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
-                ORDER BY key_id, digest LIMIT \(Self.maxKeys)
+                ORDER BY key_id, arrival LIMIT \(Self.maxKeys)
                 """, logger: logger)
             for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
         }

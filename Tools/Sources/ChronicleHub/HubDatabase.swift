@@ -19,7 +19,7 @@ import Synchronization
 /// events(tenant_id, position, writer 16 B, counter, policy (-1 newer format), payload_size, body, chain,
 ///        key (domain ‖ length ‖ name), hlc, device, also_pushed_by, PRIMARY KEY (tenant_id, position),
 ///        UNIQUE (tenant_id, writer, counter, sha256(body)))
-/// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device)
+/// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device, arrival)
 /// tenants.retain_revisions: revisions of a key each device's pushes keep (NULL: 100, 0: all);
 /// tenants.appended_since_trim: events appended since a node last started a trim of the tenant
 /// ```
@@ -244,6 +244,15 @@ public final class HubDatabase: Sendable {
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS retain_revisions integer",
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS appended_since_trim bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX IF NOT EXISTS events_retention ON events (tenant_id, key, device, position) WHERE key IS NOT NULL",
+            ]),
+        // The order key records arrived in: a pull sends each id's records oldest first, so the
+        // record pushed with the events that first named an id comes before what a token holder
+        // who read the id from that push stored under it since (FORMAT.md 13).
+        HubMigration(
+            version: 5, name: "wrapped keys in arrival order",
+            statements: [
+                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS arrival bigserial",
+                "CREATE INDEX IF NOT EXISTS wrapped_keys_arrival ON wrapped_keys (tenant_id, key_id, arrival)",
             ]),
     ]
 
