@@ -3,6 +3,8 @@
 @_spi(Wire) public enum WireFormat {
     /// The media type of a range body.
     @_spi(Wire) public static let rangeMediaType = "application/vnd.chronicle.range"
+    /// The media type of a request for events by identity (docs/FORMAT.md 7.6).
+    @_spi(Wire) public static let eventRequestMediaType = "application/vnd.chronicle.event-request"
 
     /// `syncable` (the default, also for `nil`) or `small:BYTES`; `nil` for anything else.
     @_spi(Wire) public static func filter(_ text: String?) -> RangeFilter? {

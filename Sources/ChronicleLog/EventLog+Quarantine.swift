@@ -25,6 +25,9 @@ package struct QuarantineSpace {
     /// Set when the quarantine is full of waiting items: an item that never applies finds no
     /// room for the rest of the transaction (without scanning it again for each).
     package var onlyWaitingLeft = false
+    /// The ids of the items this transaction set aside (or found set aside already) that the
+    /// quarantine still holds: an import's receipt counts these, not items evicted again.
+    package var held: Set<[UInt8]> = []
 }
 
 /// The quarantine: items peers sent that failed validation or authentication.
@@ -44,21 +47,29 @@ extension EventLog {
         _ space: inout QuarantineSpace?, _ txn: borrowing Transaction
     ) throws -> Bool {
         let id = Array(GenericHash.hash([[kind.rawValue], bytes], length: 32).prefix(8))
-        guard try txn.get(dbs.quarantine, key: id) == nil else { return true }
+        if space == nil { space = try quarantineSpace(txn) }
+        guard try txn.get(dbs.quarantine, key: id) == nil else {
+            space?.held.insert(id)
+            return true
+        }
         let kept = reason.isWaiting || bytes.count <= Self.quarantinedBytesLimit ? bytes : Array(bytes.prefix(Self.quarantinedBytesLimit))
         let value = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: kept).encoded()
-        if space == nil { space = try quarantineSpace(txn) }
         guard var current = space, value.count <= Self.quarantineByteCapacity else { return false }
         if current.count + 1 > Self.quarantineCapacity || current.bytes + value.count > Self.quarantineByteCapacity {
-            guard reason.isWaiting || !current.onlyWaitingLeft, try makeRoom(for: value.count, waiting: reason.isWaiting, &current, txn) else {
+            guard reason.isWaiting || !current.onlyWaitingLeft, try makeRoom(for: value.count, waiting: reason.isWaiting, now: now, &current, txn) else {
                 if !reason.isWaiting { current.onlyWaitingLeft = true }
                 space = current
+                // A waiting event with no room is lost: asked for again once its key is here.
+                if kind == .event, reason.isWaiting, let lost = WantedEvents.identity(ofQuarantined: bytes) {
+                    try WantedEvents.record([lost], now: now, txn, dbs)
+                }
                 return false
             }
         }
         try txn.put(dbs.quarantine, key: id, value: value)
         current.count += 1
         current.bytes += value.count
+        current.held.insert(id)
         space = current
         return true
     }
@@ -79,8 +90,9 @@ extension EventLog {
 
     /// Evicts items until `size` more bytes and one more item fit, with a tenth of the capacity
     /// to spare (one scan serves many arrivals): items that never apply first, oldest first, then
-    /// (only for a waiting newcomer) the oldest waiting ones. Returns whether room was made.
-    private func makeRoom(for size: Int, waiting: Bool, _ space: inout QuarantineSpace, _ txn: borrowing Transaction) throws -> Bool {
+    /// (only for a waiting newcomer) the oldest waiting ones, whose identities are recorded as
+    /// wanted (``WantedEvents``). Returns whether room was made.
+    private func makeRoom(for size: Int, waiting: Bool, now: UInt64, _ space: inout QuarantineSpace, _ txn: borrowing Transaction) throws -> Bool {
         var candidates: [(waiting: Bool, arrival: UInt64, key: [UInt8], size: Int)] = []
         try txn.scanInPlace(dbs.quarantine) { key, value in
             let header = QuarantineRecord.peek(value)
@@ -91,12 +103,21 @@ extension EventLog {
         candidates.sort { ($0.waiting ? 1 : 0, $0.arrival) < ($1.waiting ? 1 : 0, $1.arrival) }
         let countTarget = Self.quarantineCapacity - Self.quarantineCapacity / 10 - 1
         let byteTarget = Self.quarantineByteCapacity - Self.quarantineByteCapacity / 10 - size
+        var lost: [(EventIdentity, KeyID)] = []
         for candidate in candidates {
             if space.count <= countTarget && space.bytes <= byteTarget { break }
+            if candidate.waiting, let value = try txn.get(dbs.quarantine, key: candidate.key),
+                let record = try? QuarantineRecord(decoding: value), record.kind == .event,
+                let identity = WantedEvents.identity(ofQuarantined: record.bytes)
+            {
+                lost.append(identity)
+            }
             try txn.delete(dbs.quarantine, key: candidate.key)
             space.count -= 1
             space.bytes -= candidate.size
+            space.held.remove(candidate.key)
         }
+        try WantedEvents.record(lost, now: now, txn, dbs)
         return space.count + 1 <= Self.quarantineCapacity && space.bytes + size <= Self.quarantineByteCapacity
     }
 

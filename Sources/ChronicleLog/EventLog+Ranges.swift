@@ -208,7 +208,6 @@ extension EventLog {
             if verifier == nil { try keyRecords.addNewerKindKeys(range.opaqueKeys, named: range.namedKeyIDs, txn) }
             for (record, reason, detail) in keys.rejected {
                 try quarantine(.wrappedKey, reason, detail: detail, bytes: record.encoded(), source: source, now: now, &space, txn)
-                receipt.quarantined += 1
             }
             var candidates = range.events
             var encodings = received
@@ -241,7 +240,6 @@ extension EventLog {
                         let held = try txn.get(dbs.dots, key: Self.opaqueKey(bytes)) != nil  // a duplicate takes no room
                         guard try held || relayRoom(bytes.count, source: source, &relaySpace, txn) else {
                             try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
-                            receipt.quarantined += 1
                             continue
                         }
                         if try appendOpaque(OpaqueEvent(origin: event.origin, counter: event.counter, bytes: bytes, reason: detail), txn, &head) {
@@ -252,7 +250,6 @@ extension EventLog {
                         }
                     case let .reject(reason):
                         try quarantine(.event, reason, detail: detail, bytes: encoded ?? event.encoded(), source: source, now: now, &space, txn)
-                        receipt.quarantined += 1
                     }
                     continue
                 }
@@ -272,19 +269,16 @@ extension EventLog {
                 if item.counter > Event.maxCounter || item.origin == writer {
                     let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
                     try quarantine(.event, reason, detail: item.reason, bytes: item.bytes, source: source, now: now, &space, txn)
-                    receipt.quarantined += 1
                     continue
                 }
                 if let verifier {
                     // A member keeps (and so relays) only what a member of its group authenticated.
                     if let (problem, awaiting) = verifier.verifyOpaque(item.bytes) {
                         try quarantine(.event, awaiting ? .awaitingKey : .unauthenticated, detail: problem, bytes: item.bytes, source: source, now: now, &space, txn)
-                        receipt.quarantined += 1
                         continue
                     }
                 } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, source: source, &relaySpace, txn) {
                     try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, source: source, now: now, &space, txn)
-                    receipt.quarantined += 1
                     continue
                 }
                 // An opaque event claims no identity: it is deduplicated by its bytes, so a carrier's
@@ -296,6 +290,7 @@ extension EventLog {
                     receipt.duplicates += 1
                 }
             }
+            receipt.quarantined = space?.held.count ?? 0
             // A range that brings nothing new writes no head (`.whenChanged`), and no checkpoint
             // that did not change: the transaction then commits nothing.
             if let checkpoint {

@@ -33,6 +33,7 @@ public enum TransportConformance {
         try await malformedRangesApplyNothing(makeRemote())
         try await relayKeepsOriginAndPolicy(makeRemote())
         try await batchesResumeFromACheckpoint(makeRemote())
+        try await eventsByIdentity(makeRemote())
     }
 
     // MARK: - Checks
@@ -142,6 +143,29 @@ public enum TransportConformance {
         try require(value == 599, "batches", "the last event of a multi-batch push reads \(value)")
     }
 
+    /// A transport that can ask for events by identity answers exactly the events it holds
+    /// with the identities asked, in a range that moves no checkpoint (`after` = `upTo`).
+    static func eventsByIdentity(_ transport: any SyncTransport) async throws {
+        let sender = try LocalStore()
+        for i in 0..<5 { try sender.store.set(i, for: Key<Int>("conformance.asked\(i)", default: -1, sync: .automaticSmall)) }
+        _ = try await transport.push(try sender.store.exportRange(after: 0))
+        guard let writer = try sender.store.replicaInfo().writer else {
+            throw ConformanceFailure(check: "by identity", detail: "the sender has no writer")
+        }
+        let history = try sender.store.logEntries().filter { $0.key.hasPrefix("conformance.asked") }
+        let asked = [history[1], history[3]].map { EventIdentity(writer: $0.writer, counter: $0.counter) }
+        guard let answer = try await transport.pullEvents(asked + [EventIdentity(writer: writer, counter: 1 << 40)]) else { return }
+        guard let (upTo, _) = rangeBounds(answer), let after = rangeAfter(answer) else {
+            throw ConformanceFailure(check: "by identity", detail: "the answer is not a range")
+        }
+        try require(after == upTo, "by identity", "the answer covers positions \(after)...\(upTo): it would move a checkpoint")
+        let receiver = try LocalStore()
+        let receipt = try receiver.store.importRange(answer)
+        try require(receipt.received == 2 && receipt.applied == 2, "by identity", "asked for 2 held events and 1 unknown, received \(receipt.received)")
+        try require(receiver.store[Key<Int>("conformance.asked1", default: -1, sync: .automaticSmall)] == 1, "by identity", "the wrong events came")
+        try require(receiver.store[Key<Int>("conformance.asked3", default: -1, sync: .automaticSmall)] == 3, "by identity", "the wrong events came")
+    }
+
     // MARK: - Helpers
 
     /// Pulls everything the remote has into `store`; returns the number of events received.
@@ -165,6 +189,14 @@ public enum TransportConformance {
         guard bytes.count >= offset + 16 else { return nil }
         func u64(_ at: Int) -> UInt64 { bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
         return (u64(offset), u64(offset + 8))
+    }
+
+    /// Reads `after` from an encoded range header.
+    static func rangeAfter(_ data: Data) -> UInt64? {
+        let bytes = [UInt8](data)
+        let offset = 8 + 1 + 16 + 16
+        guard bytes.count >= offset + 8 else { return nil }
+        return bytes[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     static func require(_ condition: Bool, _ check: String, _ detail: @autoclosure () -> String) throws {

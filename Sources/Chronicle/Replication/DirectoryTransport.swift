@@ -86,6 +86,38 @@ public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
                 .encoded())
     }
 
+    /// Answers from the files: every event with an asked identity (each version a file holds),
+    /// with the key records of the files it came from that it names, up to about 1 MiB of
+    /// payload, in a range whose `after` and `upTo` are both the mailbox's head.
+    public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+        let transport = self
+        return try await BlockingWork.run { try transport.pullEventsNow(Set(identities.prefix(EventIdentity.maxPerRequest))) }
+    }
+
+    private func pullEventsNow(_ asked: Set<EventIdentity>) throws -> Data {
+        let entries = try rangeFiles()
+        let names = entries.map(\.line)
+        var events: [Event] = []
+        var keys: [WrappedKey] = []
+        var bytes = 0
+        files: for entry in entries {
+            guard let stored = readRange(entry.name) else { continue }
+            for event in stored.events where asked.contains(EventIdentity(writer: event.origin, counter: event.counter)) && !events.contains(event) {
+                if !events.isEmpty, bytes + event.payload.count > 1 << 20 { break files }
+                events.append(event)
+                bytes += event.payload.count + 64
+                for id in event.namedKeyIDs {
+                    for key in stored.keys where key.id == id && !keys.contains(key) { keys.append(key) }
+                }
+            }
+        }
+        let head = UInt64(names.count)
+        let chain = Self.digest(names)
+        return Data(
+            EventRange(source: try identity(), epoch: Self.epoch, after: head, upTo: head, head: head, afterChain: chain, upToChain: chain, keys: keys, events: events)
+                .encoded())
+    }
+
     public func push(_ range: Data) async throws -> RangeReceipt {
         let transport = self
         return try await BlockingWork.run { try transport.pushNow(range) }

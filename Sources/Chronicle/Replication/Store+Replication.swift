@@ -33,6 +33,18 @@ extension Store {
         }
     }
 
+    /// The events of this replica's log with these identities, encoded as a range that moves no
+    /// checkpoint (what a peer answers a member asking again for events it lost; docs/FORMAT.md 7.6).
+    ///
+    /// Identities this replica never held, or compacted away, are left out, as are those past
+    /// about `maxBytes` of payload (at least one event travels). At most
+    /// ``EventIdentity/maxPerRequest`` identities are looked up.
+    public func exportEvents(_ identities: [EventIdentity], maxBytes: Int = 1 << 20) throws(ChronicleError) -> Data {
+        let eventLog = try settledEventLog
+        try prepareTravelKeys()
+        return try mappingErrors { Data(try eventLog.exportEvents(identities, maxBytes: maxBytes).encoded()) }
+    }
+
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///
     /// Re-sent events are skipped. What fails validation or authentication (see the trust

@@ -28,4 +28,9 @@ public struct StoreTransport: SyncTransport {
         let store = store
         return try await BlockingWork.run { try store.importRange(range) }
     }
+
+    public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+        let store = store
+        return try await BlockingWork.run { try store.exportEvents(identities) }
+    }
 }

@@ -18,6 +18,16 @@ public protocol SyncTransport: Sendable {
 
     /// Delivers an encoded range; returns only after the remote applied it durably.
     func push(_ range: Data) async throws -> RangeReceipt
+
+    /// The remote's events with these identities (at most ``EventIdentity/maxPerRequest``),
+    /// encoded as a range that moves no checkpoint, or `nil` when this transport cannot ask
+    /// for events by identity. A member asks again for events it lost before it could apply
+    /// them (docs/FORMAT.md 7.6). The default answers `nil`.
+    func pullEvents(_ identities: [EventIdentity]) async throws -> Data?
+}
+
+extension SyncTransport {
+    public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? { nil }
 }
 
 /// A transport whose peer can hold a request until its log changes (the hub's long-poll): in

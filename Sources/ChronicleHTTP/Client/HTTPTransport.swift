@@ -1,4 +1,4 @@
-import ChronicleFormat
+@_spi(Wire) import ChronicleFormat
 #if HTTPClient
 import AsyncHTTPClient
 @_spi(Wire) public import Chronicle
@@ -69,6 +69,13 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         }
     }
 
+    /// `POST /v1/events` with the identities; `nil` when the server predates the request (404).
+    public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+        let body = Data(EventIdentity.encodeRequest(Array(identities.prefix(EventIdentity.maxPerRequest))))
+        let answer = try await send(.POST, path: "v1/events", query: [:], body: body, contentType: WireFormat.eventRequestMediaType, notFound: Data())
+        return answer.isEmpty ? nil : answer
+    }
+
     /// TLS 1.2 or newer (1.0 and 1.1 are deprecated, RFC 8996).
     private static let tlsConfiguration: TLSConfiguration = {
         var configuration = TLSConfiguration.makeClientConfiguration()
@@ -99,7 +106,11 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         return parts[0] == "127"
     }
 
-    private func send(_ method: HTTPMethod, path: String, query: [String: String], body: Data?) async throws -> Data {
+    /// - Parameter notFound: what a 404 answers instead of an error (a request an older server lacks).
+    private func send(
+        _ method: HTTPMethod, path: String, query: [String: String], body: Data?, contentType: String = WireFormat.rangeMediaType,
+        notFound: Data? = nil
+    ) async throws -> Data {
         if baseURL.scheme?.lowercased() == "http", !Self.isLoopback(baseURL), !allowsInsecureHTTP {
             throw ChronicleError.invalidArgument(
                 "\(baseURL.absoluteString) is plain HTTP to another machine: the token and every value would cross the network in the clear; use https:// (or allow plain HTTP explicitly, `--insecure`)")
@@ -111,7 +122,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         if let body {
-            request.headers.add(name: "Content-Type", value: WireFormat.rangeMediaType)
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         if let trustedCertificates {
@@ -129,6 +140,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         } catch {
             throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: Self.reason(for: error, seconds: seconds))
         }
+        if response.status == .notFound, let notFound { return notFound }
         guard response.status == .ok else {
             let message = String(buffer: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
             if response.status == .unauthorized {

@@ -16,6 +16,7 @@ import NIOPosix
 /// | GET | `/v1/info` | — | JSON ``ReplicaInfo`` |
 /// | GET | `/v1/range?after=N&filter=syncable\|small:BYTES&exclude=HEX&max=EVENTS` | — | a range (binary; at most `max` ≤ 4,096 events and about 1 MiB) |
 /// | POST | `/v1/range` | a range (binary) | JSON ``RangeReceipt``, after the durable commit |
+/// | POST | `/v1/events` | identities (binary, FORMAT.md 7.6) | a range of the events with those identities |
 ///
 /// A missing or wrong token gets 401 and touches nothing; a malformed range
 /// gets 400 and applies nothing; a body over the limit gets 413 before it is
@@ -113,6 +114,11 @@ struct StoreBackend: SyncBackend {
             try store.exportRange(after: query.after, filter: query.filter, excludingOrigin: query.excluding, maxEvents: query.maxEvents)
         }
         return Array(data)
+    }
+
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
+        let store = store
+        return Array(try await offload { try store.exportEvents(identities) })
     }
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {

@@ -77,19 +77,64 @@ extension HubDatabase {
         // Only the key records the pulled events name (every record under each id: a relay
         // cannot tell a carrier's record from the real one; members open what opens), each id's
         // oldest first: the record that came with the events that first named the id leads.
-        var keys: [[UInt8]] = []
-        let named = Set(bodies.flatMap { RelayRange.keyIDs(ofItem: $0) }).map { ByteBuffer(bytes: $0) }
-        if !named.isEmpty {
-            let rows = try await client.query(
-                """
-                SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
-                ORDER BY key_id, arrival LIMIT \(Self.maxKeys)
-                """, logger: logger)
-            for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
-        }
+        let keys = try await keyRecords(tenant: tenant, namedBy: bodies)
         let encoded = RelayRange.encode(
             source: Array(buffer: relay), epoch: Array(buffer: epoch), after: start, upTo: upTo, head: head, afterChain: afterChain,
             upToChain: upToChain, keys: keys, events: bodies)
         return (encoded, bodies.count, upTo, bodies.reduce(0) { $0 + $1.count })
+    }
+
+    /// The tenant's key records under the ids `bodies` name, each id's oldest first (at most
+    /// ``maxKeys``).
+    func keyRecords(tenant: Int64, namedBy bodies: [[UInt8]]) async throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        let named = Set(bodies.flatMap { RelayRange.keyIDs(ofItem: $0) }).map { ByteBuffer(bytes: $0) }
+        guard !named.isEmpty else { return [] }
+        let rows = try await client.query(
+            """
+            SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
+            ORDER BY key_id, arrival LIMIT \(Self.maxKeys)
+            """, logger: logger)
+        for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
+        return keys
+    }
+
+    /// The tenant's events with these identities (every body stored under each: a relay cannot
+    /// tell a carrier's from a member's), in log order, at most ~1 MiB of bodies (at least one),
+    /// with the key records they name, as the range `POST /v1/events` answers: its `after` and
+    /// `upTo` are both the head, so it moves no puller's checkpoint.
+    func events(device: HubDevice, _ identities: [EventIdentity]) async throws -> (bytes: [UInt8], events: Int) {
+        let tenant = device.tenant
+        let hash = ByteBuffer(bytes: device.tokenHash)
+        var found: (ByteBuffer, ByteBuffer, Int64, ByteBuffer)?
+        for try await row in try await client.query(
+            """
+            SELECT t.relay_id, t.epoch, t.head, t.chain FROM tenants t JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
+            WHERE t.id = \(tenant)
+            """, logger: logger
+        ).decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) { found = row }
+        guard let (relay, epoch, storedHead, chain) = found else { throw revoked(device) }
+        let asked = Array(identities.prefix(EventIdentity.maxPerRequest))
+        let writers = asked.map { ByteBuffer(bytes: $0.writer.bytes) }
+        let counters = asked.map { Int64(clamping: $0.counter) }
+        var bodies: [[UInt8]] = []
+        if !asked.isEmpty {
+            let rows = try await client.query(
+                """
+                SELECT body FROM (
+                    SELECT e.body, e.position, sum(octet_length(e.body)) OVER (ORDER BY e.position) - octet_length(e.body) AS before
+                    FROM events e JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS w(writer, counter)
+                        ON e.writer = w.writer AND e.counter = w.counter
+                    WHERE e.tenant_id = \(tenant)) s
+                WHERE before < \(Self.pullBytes) ORDER BY position
+                """, logger: logger)
+            for try await body in rows.decode(ByteBuffer.self) { bodies.append(Array(buffer: body)) }
+        }
+        let head = UInt64(max(0, storedHead))
+        let headChain = Array(buffer: chain)
+        let encoded = RelayRange.encode(
+            source: Array(buffer: relay), epoch: Array(buffer: epoch), after: head, upTo: head, head: head, afterChain: headChain,
+            upToChain: headChain, keys: try await keyRecords(tenant: tenant, namedBy: bodies), events: bodies)
+        return (encoded, bodies.count)
     }
 }

@@ -19,6 +19,7 @@ public import CoreMetrics
 /// | GET | `/v1/info` | the tenant's relay id, epoch and head |
 /// | GET | `/v1/range?after=N&filter=…&exclude=HEX&max=EVENTS&wait=SECONDS` | a range of the tenant's log; with `wait` (≤ 30), a long-poll: held until another device of the tenant pushes (through any node) or the time is up |
 /// | POST | `/v1/range` | appends a range; JSON receipt after the commit |
+/// | POST | `/v1/events` | the tenant's events with the identities the body names (FORMAT.md 7.6) |
 ///
 /// On ``operatorEndpoint`` only, never on the public port (they need no token):
 ///
@@ -226,6 +227,12 @@ struct HubBackend: SyncBackend {
             result = try await database.range(
                 device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         }
+        metrics.eventsServed.increment(by: Int64(result.events))
+        return result.bytes
+    }
+
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
+        let result = try await database.events(device: caller.device, identities)
         metrics.eventsServed.increment(by: Int64(result.events))
         return result.bytes
     }

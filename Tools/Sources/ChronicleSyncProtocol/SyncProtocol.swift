@@ -54,6 +54,9 @@ package protocol SyncBackend: Sendable {
     func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8]
     /// Applies a pushed range; what `POST /v1/range` answers once it is durable.
     func push(_ body: [UInt8], from caller: Caller) async throws -> Receipt
+    /// The encoded range of events with these identities (at most
+    /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers.
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8]
 }
 
 /// A request's context: the caller its bearer token stands for.
@@ -99,7 +102,11 @@ package struct SyncTokenMiddleware<Backend: SyncBackend>: RouterMiddleware {
 }
 
 package enum SyncRoutes {
-    /// Adds `/v1/info`, `GET /v1/range` and `POST /v1/range` to `router`, behind the token check.
+    /// The largest request for events by identity (``EventIdentity/maxPerRequest`` of them).
+    static let maxEventRequestSize = 3 + 24 * EventIdentity.maxPerRequest
+
+    /// Adds `/v1/info`, `GET /v1/range`, `POST /v1/range` and `POST /v1/events` to `router`,
+    /// behind the token check.
     /// - Parameters:
     ///   - refusal: what a 401 says (`missing or wrong bearer token`).
     ///   - maxBodySize: the largest push body (413 past it, before it is read whole).
@@ -118,6 +125,21 @@ package enum SyncRoutes {
             var headers = HTTPFields()
             headers[.contentType] = WireFormat.rangeMediaType
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        v1.post("events") { request, context -> Response in
+            let caller = try context.requireCaller()
+            return try await budget.withBody(of: request, limit: maxEventRequestSize) { body in
+                let identities: [EventIdentity]
+                do {
+                    identities = try EventIdentity.decodeRequest(Array(body.readableBytesView))
+                } catch {
+                    throw HTTPError(.badRequest, message: "\(error)")
+                }
+                var headers = HTTPFields()
+                headers[.contentType] = WireFormat.rangeMediaType
+                let bytes = try await backend.events(for: caller, identities)
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
         }
         v1.post("range") { request, context -> Response in
             let caller = try context.requireCaller()
