@@ -35,10 +35,14 @@ package struct QuarantineSpace {
 /// An item's id is the first 8 bytes of BLAKE2b-256(kind ‖ bytes), so the same item
 /// sent again (in every later batch, by a hostile or confused peer) is stored once.
 ///
-/// Bounded by ``quarantineCapacity`` items and ``quarantineByteCapacity`` bytes. Items that may
-/// still apply (``QuarantinedItem/Reason/isWaiting``) are kept whole; every other item keeps at
-/// most its first 64 KiB (enough to list it). When full, items that will never apply are evicted
-/// first, oldest first; a waiting item evicts the oldest waiting ones only when nothing else is left.
+/// Bounded by ``quarantineCapacity`` items and ``quarantineByteCapacity`` bytes, so what any
+/// number of strangers send costs a member at most that much disk. Items that may still apply
+/// (``QuarantinedItem/Reason/isWaiting``) are kept whole up to ``waitingItemLimit`` each; every
+/// other item keeps what lists it, at most ``quarantinedBytesLimit`` (an event without its
+/// payload). When full, items that will never apply are evicted first, oldest first; a waiting
+/// item evicts the oldest waiting ones only when nothing else is left. A waiting event that is
+/// evicted, finds no room or is larger than ``waitingItemLimit`` is not lost: its identity is
+/// kept (``WantedEvents``) and asked for again once its key is here.
 extension EventLog {
     /// Sets an item aside; returns whether it was kept.
     @discardableResult
@@ -52,7 +56,11 @@ extension EventLog {
             space?.held.insert(id)
             return true
         }
-        let kept = reason.isWaiting || bytes.count <= Self.quarantinedBytesLimit ? bytes : Array(bytes.prefix(Self.quarantinedBytesLimit))
+        if reason.isWaiting, bytes.count > Self.waitingItemLimit {
+            if kind == .event, let lost = WantedEvents.identity(ofQuarantined: bytes) { try WantedEvents.record([lost], now: now, txn, dbs) }
+            return false
+        }
+        let kept = reason.isWaiting ? bytes : Self.listable(kind, bytes)
         let value = QuarantineRecord(kind: kind, reason: reason, arrival: now, source: source, detail: detail, bytes: kept).encoded()
         guard var current = space, value.count <= Self.quarantineByteCapacity else { return false }
         if current.count + 1 > Self.quarantineCapacity || current.bytes + value.count > Self.quarantineByteCapacity {
@@ -75,8 +83,23 @@ extension EventLog {
     }
 
     package static let quarantineCapacity = 10_000
-    package static let quarantineByteCapacity = 128 << 20
-    package static let quarantinedBytesLimit = 64 << 10
+    package static let quarantineByteCapacity = 16 << 20
+    /// The most bytes kept of an item that never applies.
+    package static let quarantinedBytesLimit = 4 << 10
+    /// The largest waiting item kept whole; a larger one is asked for again instead.
+    package static let waitingItemLimit = 1 << 20
+
+    /// What the quarantine keeps of an item that never applies: enough to list it. An event
+    /// over the limit keeps every field but its payload; anything else its first bytes.
+    static func listable(_ kind: QuarantinedItem.Kind, _ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count > quarantinedBytesLimit else { return bytes }
+        if kind == .event, case var .success(.event(event)) = bytes.withUnsafeBytes({ Event.parse($0) }) {
+            event.payload = []
+            let stripped = event.encoded()
+            if stripped.count <= quarantinedBytesLimit { return stripped }
+        }
+        return Array(bytes.prefix(quarantinedBytesLimit))
+    }
 
     package func quarantineSpace(_ txn: borrowing Transaction) throws -> QuarantineSpace {
         var space = QuarantineSpace(count: 0, bytes: 0)

@@ -199,6 +199,50 @@ struct CarrierCostBoundsTests {
         }
     }
 
+    /// A waiting event larger than the quarantine keeps whole is not kept, and not lost: it is
+    /// asked for again once its key is here.
+    @Test func aWaitingEventTooLargeToKeepComesBackWhenItsKeyArrives() async throws {
+        try await withGroup { victim, _, spare in
+            let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
+            let large = String(repeating: "z", count: EventLog.waitingItemLimit + 1)
+            try newcomer.set(large, for: .groupTheme)
+            let relay = KeyLosingTransport(base: StoreTransport(store: newcomer))
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            #expect(try victim.quarantinedItems().isEmpty)
+            #expect(try victim.eventLog.wantedEventCount() == 1)
+            relay.losesKeys.withLock { $0 = false }
+            try newcomer.set("also from the newcomer", for: .groupToken)
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            #expect(victim[.groupTheme] == large)
+            #expect(try victim.eventLog.wantedEventCount() == 0)
+        }
+    }
+
+    /// Four files of 1,000 "newer-format" items of 60 KB each from a stranger: a member keeps
+    /// none of them to relay, and its quarantine keeps what lists them within its 16 MiB, so
+    /// the store grows by a small fraction of what was sent (the quarantine kept 128 MiB of
+    /// them, and `data.mdb` reached 262 MB).
+    @Test func aStrangersJunkCostsAMemberABoundedShareOfDisk() async throws {
+        try await withGroup { victim, _, _ in
+            for file in 0..<4 {
+                let items = (0..<1_000).map { _ -> OpaqueEvent in
+                    let origin = ReplicaID.random()
+                    let bytes = [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + Sodium.randomBytes(60_000)
+                    return OpaqueEvent(origin: origin, counter: 1, bytes: bytes, reason: "")
+                }
+                let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
+                _ = try victim.importRange(Data(range.encoded()), from: "file junk-\(file).range")
+            }
+            let items = try victim.quarantinedItems()
+            #expect(items.count > 3_000 && items.count <= 4_000)
+            #expect(items.allSatisfy { $0.origin != nil }, "an item the quarantine keeps still lists its identity")
+            let stored = try victim.eventLog.environment.read { txn in try victim.eventLog.quarantineSpace(txn) }
+            #expect(stored.bytes <= EventLog.quarantineByteCapacity)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: victim.directory.appendingPathComponent("data.mdb").path)[.size] as? NSNumber).intValue
+            #expect(size < 48 << 20, "data.mdb is \(size) bytes after 240 MB of junk")
+        }
+    }
+
     /// A received value larger than the store's `maxValueSize` is quarantined, never applied,
     /// and the rest of its batch applies.
     @Test func aReceivedValueOverTheSizeLimitIsQuarantined() async throws {
