@@ -34,12 +34,23 @@ public struct ChronicleServer: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// The most connections served at once; more wait until one closes. Default 256.
     public var maxConnections: Int = 256
-    /// The most connections one client address may hold at once, checked before any request is
-    /// read (0: no limit, for a server behind a proxy). Default 32.
+    /// The most connections one client (an IPv4 address, an IPv6 /56) may hold at once, checked
+    /// before any request is read (0: no limit, for a server behind a proxy). Everyone behind one
+    /// NAT address shares it: raise it when many devices share an address. Default 32.
     public var maxConnectionsPerAddress: Int = 32
+    /// The most connections without an accepted token at once (`nil`: a quarter of
+    /// ``maxConnections``); past it, a new connection takes the slot of the oldest one of the
+    /// client holding the most of them. Token holders' connections
+    /// never count here, so strangers cannot take their slots.
+    public var maxUnauthenticatedConnections: Int?
+    /// How long a connection without an accepted token has to send a whole request head. Default 10 s.
+    public var requestHeadTimeout: Duration = .seconds(10)
     /// The most bytes of push bodies held at once across every connection; a push past it gets
-    /// 503 with `Retry-After`. Importing a range takes several times its size. Default 160 MiB.
+    /// 503 with `Retry-After`. One client address holds at most half of it. Importing a range
+    /// takes several times its size. Default 160 MiB.
     public var maxBodyBytesInFlight: Int = 160 << 20
+    /// The slowest a push body may arrive before it is cut off with 408. Default 16 KiB every 10 s.
+    public var minimumBodyRate: MinimumBodyRate = .standard
     /// Where requests and errors are logged (never values or tokens).
     public var logger: Logger
 
@@ -63,9 +74,10 @@ public struct ChronicleServer: Sendable {
         host: String, port: Int, tls: TLS? = nil, gracefulShutdownSignals: Bool = false,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        let serverBuilder = try ServerTLS.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls)
+        let connections = connectionGuard()
+        let serverBuilder = try ServerTLS.serverBuilder(idleTimeout: idleTimeout, connections: connections, tls: tls)
         let app = Application(
-            router: makeRouter(),
+            router: makeRouter(connections: connections),
             server: serverBuilder,
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "chronicle",
@@ -80,12 +92,20 @@ public struct ChronicleServer: Sendable {
         }
     }
 
-    func makeRouter() -> Router<SyncContext<StoreBackend.Caller>> {
+    func connectionGuard() -> ConnectionGuard {
+        ConnectionGuard(
+            maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
+            headTimeout: requestHeadTimeout)
+    }
+
+    func makeRouter(connections: ConnectionGuard? = nil) -> Router<SyncContext<StoreBackend.Caller>> {
         let router = Router(context: SyncContext<StoreBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
+        // One client address holds at most half the bytes in flight (at least one whole push).
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 2, maxBodySize), minimumRate: minimumBodyRate)
         SyncRoutes.install(
             on: router, backend: StoreBackend(store: store, token: BearerTokenCheck(token: token)),
-            refusal: "missing or wrong bearer token", maxBodySize: maxBodySize, budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
+            refusal: "missing or wrong bearer token", maxBodySize: maxBodySize, budget: budget, connections: connections, logger: logger)
         return router
     }
 }
@@ -115,6 +135,9 @@ struct StoreBackend: SyncBackend {
         }
         return Array(data)
     }
+
+    /// One token stands for everyone: pushes share the budget by client address.
+    func bodyOwner(_ caller: Caller, client: String) -> String { client }
 
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
         let store = store

@@ -41,9 +41,19 @@ public struct HubNode: Sendable {
     public var idleTimeout: Duration = .seconds(75)
     /// The most connections served at once. Default 1,024.
     public var maxConnections: Int = 1_024
-    /// The most connections one client address may hold at once, checked before any token is
-    /// read (0: no limit; set it to 0 or raise it behind a load balancer, which is one address). Default 64.
+    /// The most connections one client (an IPv4 address, an IPv6 /56) may hold at once, checked
+    /// before any token is read (0: no limit; set it to 0 or raise it behind a load balancer,
+    /// which is one address, or where many users share a NAT address). Default 64.
     public var maxConnectionsPerAddress: Int = 64
+    /// The most connections without an accepted token at once (`nil`: a quarter of
+    /// ``maxConnections``); past it, a new connection takes the slot of the oldest one of the
+    /// client holding the most of them. Token holders' connections
+    /// never count here, so strangers cannot take their slots.
+    public var maxUnauthenticatedConnections: Int?
+    /// How long a connection without an accepted token has to send a whole request head. Default 10 s.
+    public var requestHeadTimeout: Duration = .seconds(10)
+    /// The slowest a push body may arrive before it is cut off with 408. Default 16 KiB every 10 s.
+    public var minimumBodyRate: MinimumBodyRate = .standard
     /// Where `/healthz` and `/metrics` are served: an address of their own (`chronicle hub serve`
     /// binds loopback by default), never the public port. `nil`: not served.
     public var operatorEndpoint: OperatorEndpoint?
@@ -67,7 +77,8 @@ public struct HubNode: Sendable {
     /// at once); then they are cut off. Default 15 s.
     public var maxShutdown: Duration = .seconds(15)
     /// The most bytes of push bodies the node holds at once; a push past it gets 503 with
-    /// `Retry-After`. Default 128 MiB.
+    /// `Retry-After`. One tenant holds at most a quarter of it (at least one whole push), so
+    /// one tenant's pushes never hold up another's. Default 128 MiB.
     public var maxBodyBytesInFlight: Int = 128 << 20
     /// Where requests and errors are logged (never values or tokens).
     public var logger: Logger
@@ -106,9 +117,12 @@ public struct HubNode: Sendable {
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onOperatorRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        let connections = ConnectionGuard(
+            maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
+            headTimeout: requestHeadTimeout)
         let app = Application(
-            router: makeRouter(),
-            server: try ServerTLS.serverBuilder(idleTimeout: idleTimeout, maxConnectionsPerAddress: maxConnectionsPerAddress, tls: tls),
+            router: makeRouter(connections: connections),
+            server: try ServerTLS.serverBuilder(idleTimeout: idleTimeout, connections: connections, tls: tls),
             configuration: .init(
                 address: .hostname(host, port: port), serverName: "chronicle-hub",
                 availableConnectionsDelegate: .maximum(maxConnections, logger: logger)),
@@ -176,14 +190,15 @@ public struct HubNode: Sendable {
         return router
     }
 
-    func makeRouter() -> Router<SyncContext<HubBackend.Caller>> {
+    func makeRouter(connections: ConnectionGuard? = nil) -> Router<SyncContext<HubBackend.Caller>> {
         let router = Router(context: SyncContext<HubBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
         let backend = HubBackend(database: database, metrics: metrics, notifier: notifier, maxWait: Int(maxWait.components.seconds))
         SyncRoutes.install(
             on: router, backend: backend, refusal: HubBackend.refusal, maxBodySize: maxBodySize,
-            budget: BodyBudget(capacity: maxBodyBytesInFlight), logger: logger)
+            budget: BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 4, maxBodySize), minimumRate: minimumBodyRate),
+            connections: connections, logger: logger)
         return router
     }
 }
@@ -236,6 +251,9 @@ struct HubBackend: SyncBackend {
         metrics.eventsServed.increment(by: Int64(result.events))
         return result.bytes
     }
+
+    /// Each tenant's pushes take one share of the node's body budget.
+    func bodyOwner(_ caller: Caller, client: String) -> String { "tenant \(caller.device.tenant)" }
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
         // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of

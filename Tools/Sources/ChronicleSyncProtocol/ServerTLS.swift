@@ -21,14 +21,13 @@ public struct ServerTLS: Sendable {
 
 extension ServerTLS {
     /// HTTP/1.1, or HTTPS with `tls`, as both servers speak it: connections idle for
-    /// `idleTimeout` are closed, one address holds at most `maxConnectionsPerAddress` (0: any
-    /// number), TLS is 1.2 or 1.3 with forward-secret AEAD suites only.
-    package static func serverBuilder(idleTimeout: Duration, maxConnectionsPerAddress: Int, tls: ServerTLS?) throws -> HTTPServerBuilder {
+    /// `idleTimeout` are closed, `connections` decides who holds the rest (``ConnectionGuard``),
+    /// TLS is 1.2 or 1.3 with forward-secret AEAD suites only.
+    package static func serverBuilder(idleTimeout: Duration, connections: ConnectionGuard, tls: ServerTLS?) throws -> HTTPServerBuilder {
         // An idle connection is closed after `idleTimeout`, so a client that opens connections and
         // sends nothing cannot hold them forever.
-        let perAddress = ConnectionsPerAddress(limit: maxConnectionsPerAddress)
         let idle = TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000 + idleTimeout.components.attoseconds / 1_000_000_000)
-        let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: perAddress.handlers(), idleTimeout: idle))
+        let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: connections.handlers(), idleTimeout: idle))
         guard let tls else { return http1 }
         let chain = try loading("the TLS certificate chain", tls.certificateChain) {
             try NIOSSLCertificate.fromPEMFile(tls.certificateChain.path).map { NIOSSLCertificateSource.certificate($0) }

@@ -57,6 +57,9 @@ package protocol SyncBackend: Sendable {
     /// The encoded range of events with these identities (at most
     /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers.
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8]
+    /// Whose share of the body budget a caller's push takes (``BodyBudget``), `client` being
+    /// its connection's client (``ConnectionGuard/client(_:)``).
+    func bodyOwner(_ caller: Caller, client: String) -> String
 }
 
 /// A request's context: the caller its bearer token stands for.
@@ -64,9 +67,15 @@ package struct SyncContext<Caller: Sendable>: RequestContext {
     package var coreContext: CoreRequestContextStorage
     /// Set by the token check before any route runs.
     package var caller: Caller?
+    /// The connection the request came on (``ConnectionGuard/authenticated(_:)``).
+    package let connection: ObjectIdentifier
+    /// Who the connection counts against (``ConnectionGuard/client(_:)``).
+    package let client: String
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        connection = ObjectIdentifier(source.channel)
+        client = source.channel.remoteAddress.map(ConnectionGuard.client) ?? "unknown"
     }
 
     /// The caller, or 401 (a route reached without the token check: never, by construction).
@@ -82,6 +91,7 @@ package struct SyncTokenMiddleware<Backend: SyncBackend>: RouterMiddleware {
     package typealias Context = SyncContext<Backend.Caller>
     package let backend: Backend
     package let refusal: String
+    package let connections: ConnectionGuard?
     package let logger: Logger
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -91,6 +101,7 @@ package struct SyncTokenMiddleware<Backend: SyncBackend>: RouterMiddleware {
         if header.hasPrefix(prefix), header.utf8.count <= 1_024 {
             context.caller = try await backend.caller(presenting: String(header.dropFirst(prefix.count)))
         }
+        if context.caller != nil { connections?.authenticated(context.connection) }
         guard context.caller != nil else {
             logger.notice("chronicle: refused a request with a \(refusal)", metadata: ["path": "\(request.uri.path)"])
             var headers = HTTPFields()
@@ -111,11 +122,13 @@ package enum SyncRoutes {
     ///   - refusal: what a 401 says (`missing or wrong bearer token`).
     ///   - maxBodySize: the largest push body (413 past it, before it is read whole).
     ///   - budget: the push bodies held at once, across connections (503 past it).
+    ///   - connections: told which connections present an accepted token.
     package static func install<Backend: SyncBackend>(
         on router: Router<SyncContext<Backend.Caller>>, backend: Backend, refusal: String,
-        maxBodySize: Int, budget: BodyBudget, logger: Logger
+        maxBodySize: Int, budget: BodyBudget, connections: ConnectionGuard?, logger: Logger
     ) {
-        let v1 = router.group("v1").add(middleware: SyncTokenMiddleware(backend: backend, refusal: refusal, logger: logger))
+        let v1 = router.group("v1").add(
+            middleware: SyncTokenMiddleware(backend: backend, refusal: refusal, connections: connections, logger: logger))
         v1.get("info") { _, context -> Response in
             try jsonResponse(try await backend.info(for: try context.requireCaller()))
         }
@@ -128,7 +141,7 @@ package enum SyncRoutes {
         }
         v1.post("events") { request, context -> Response in
             let caller = try context.requireCaller()
-            return try await budget.withBody(of: request, limit: maxEventRequestSize) { body in
+            return try await budget.withBody(of: request, limit: maxEventRequestSize, owner: backend.bodyOwner(caller, client: context.client)) { body in
                 let identities: [EventIdentity]
                 do {
                     identities = try EventIdentity.decodeRequest(Array(body.readableBytesView))
@@ -143,7 +156,7 @@ package enum SyncRoutes {
         }
         v1.post("range") { request, context -> Response in
             let caller = try context.requireCaller()
-            return try await budget.withBody(of: request, limit: maxBodySize) { body in
+            return try await budget.withBody(of: request, limit: maxBodySize, owner: backend.bodyOwner(caller, client: context.client)) { body in
                 do {
                     return try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller))
                 } catch let error as ChronicleError {

@@ -65,7 +65,7 @@ struct OperatorMessageTests {
         let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString).pem")
         #expect {
             _ = try ServerTLS.serverBuilder(
-                idleTimeout: .seconds(5), maxConnectionsPerAddress: 0, tls: ServerTLS(certificateChain: missing, privateKey: missing))
+                idleTimeout: .seconds(5), connections: ConnectionGuard(maxPerClient: 0, maxUnauthenticated: 16), tls: ServerTLS(certificateChain: missing, privateKey: missing))
         } throws: { error in
             "\(error)".contains(missing.path) && "\(error)".contains("no such file")
         }

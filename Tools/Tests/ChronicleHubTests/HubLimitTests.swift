@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ChronicleTesting
 @_spi(Wire) @_spi(Tools) @testable import Chronicle
 @testable import ChronicleHub
 import Foundation
@@ -35,6 +36,37 @@ extension HubTests {
 
     /// `chronicle hub tenant add` gives a new tenant quotas unless told `--unlimited`: one
     /// tenant's devices cannot fill the database by default.
+    /// A device token of one tenant sends all but the last bytes of eight big pushes and stalls
+    /// them: its tenant's share of the node's body budget fills, never another tenant's, so the
+    /// other tenant's pushes are taken. (Every other tenant got 503 for as long as it liked.)
+    @Test func oneTenantsStalledPushesDoNotStarveAnother() async throws {
+        try await withHub(nodes: 1, configure: { node in
+            node.maxBodySize = 256 << 10
+            node.maxBodyBytesInFlight = 1 << 20
+        }) { hub in
+            let (stalling, other) = (try await hub.tenant(), try await hub.tenant())
+            let (carrier, member) = (try await hub.token(stalling, "carrier"), try await hub.token(other, "member"))
+            let port = try #require(hub.urls[0].port)
+            var sockets: [RawSocket] = []
+            defer { for socket in sockets { socket.close() } }
+            for index in 0..<8 {
+                let socket = try RawSocket(port: port, from: "127.0.1.\(index + 1)")
+                sockets.append(socket)
+                let length = 256 << 10
+                socket.sendInBackground(
+                    "POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(carrier)\r\nContent-Length: \(length)\r\n\r\n"
+                        + String(repeating: "x", count: length - 16))
+            }
+            try await Task.sleep(for: .milliseconds(500))  // let the bodies arrive (not an assertion)
+            try await withTemporaryStores(1) { stores in
+                try stores[0].set("from another tenant", for: .hubNote)
+                let answer = try await rawRequest(
+                    hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: member, body: try stores[0].exportRange(after: 0))
+                #expect(answer.status == 200, "\(answer.status) \(answer.body)")
+            }
+        }
+    }
+
     @Test func newTenantsGetQuotasByDefault() async throws {
         let url = try #require(testDatabase)
         try await withHub(nodes: 1) { hub in

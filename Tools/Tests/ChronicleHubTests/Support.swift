@@ -53,7 +53,9 @@ struct HubFixture: Sendable {
 
 /// Runs `nodes` hub nodes (each with its own connection pool, as separate processes would
 /// have) on free loopback ports against the test database, migrated, for `body`.
-func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) async throws -> R) async throws -> R {
+func withHub<R: Sendable>(
+    nodes count: Int = 2, configure: (inout HubNode) -> Void = { _ in }, _ body: @Sendable (HubFixture) async throws -> R
+) async throws -> R {
     let url = try #require(testDatabase)
     let logger = Logger(label: "chronicle.hub.tests")
     let admin = try HubDatabase(url: url, logger: logger)
@@ -65,6 +67,7 @@ func withHub<R: Sendable>(nodes count: Int = 2, _ body: @Sendable (HubFixture) a
         var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger, metrics: PrometheusMetricsFactory(registry: registry))
         node.metricsText = { registry.emitToBuffer() }
         node.operatorEndpoint = .init(host: "127.0.0.1", port: 0)
+        configure(&node)
         return node
     }
     let ports = Ports()

@@ -53,5 +53,16 @@ public struct RawSocket: Sendable {
         Thread { socket.send(text) }.start()
     }
 
+    /// Whether the server answered with `status` (read from what arrived) or closed the
+    /// connection, within `seconds`.
+    public func answeredOrClosed(status: Int, within seconds: Int32) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, seconds * 1000) > 0 else { return false }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let count = recv(descriptor, &bytes, bytes.count, Int32(MSG_PEEK))
+        guard count > 0 else { return true }
+        return String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 \(status)")
+    }
+
     public func close() { _ = Glibc.close(descriptor) }
 }
