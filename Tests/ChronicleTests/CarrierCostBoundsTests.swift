@@ -102,6 +102,30 @@ struct CarrierCostBoundsTests {
         }
     }
 
+    /// Whatever peers send, a member runs at most its ceiling of derivations a minute for the
+    /// records they bring; the rest wait (reason 8) for later imports, never refused.
+    @Test func derivationsForReceivedRecordsStayUnderTheMembersCeiling() async throws {
+        try await withGroup { victim, _, _ in
+            var configuration = passphraseConfiguration("the group")
+            configuration.maxReceivedKeyDerivationsPerMinute = 3
+            let member = try Store(directory: victim.directory, configuration: configuration)
+            let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator != nil })
+            let opened = try derivations(member)
+            for _ in 0..<3 {
+                let keys = (0..<4).map { _ in junkKeyRecord() }
+                let events = keys.map { key in
+                    var event = model
+                    event.origin = ReplicaID.random()
+                    event.authenticator?.keyID = key.id
+                    return event
+                }
+                _ = try member.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded()), from: "a carrier")
+            }
+            #expect(try derivations(member) - opened == 3)
+            #expect(try member.quarantinedItems().filter { $0.reason == .derivationBudget }.count >= 9)
+        }
+    }
+
     // MARK: - The quarantine
 
     /// Forged events a member sets aside (junk: their authenticators do not verify).

@@ -164,11 +164,15 @@ extension Keyring {
             }
             if needsDerivation(record) {
                 let budget = quarantineID == nil || !waitingRecords.contains(where: { $0.quarantineID == quarantineID }) ? ownBudget : Self.derivationsPerBatch
-                guard derivations < budget else {
+                let withinBatch = derivations < budget
+                guard withinBatch, takeReceivedDerivation() else {
                     screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
                     if quarantineID == nil {
-                        screening.rejected.append(
-                            (record, .derivationBudget, "waits for the next import: a batch runs at most \(Self.derivationsPerBatch) new key derivations"))
+                        let why =
+                            withinBatch
+                            ? "this store derives at most \(receivedDerivationsPerMinute) received keys a minute"
+                            : "a batch runs at most \(Self.derivationsPerBatch) new key derivations"
+                        screening.rejected.append((record, .derivationBudget, "waits for the next import: \(why)"))
                     }
                     continue
                 }

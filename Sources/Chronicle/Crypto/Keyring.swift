@@ -57,6 +57,8 @@ final class Keyring: EventSealer {
         var receivedKEKOrder: [[UInt8]] = []
         /// Argon2id runs this keyring made (for statistics and tests).
         var derivations = 0
+        /// When this keyring derived for received records in the last minute (Unix ms).
+        var receivedDerivationTimes: [UInt64] = []
         var dataKeys: [KeyID: SecureBytes] = [:]
         /// Authentication subkeys of data keys, by data key id.
         var authenticationKeys: [KeyID: KeyedHash] = [:]
@@ -75,13 +77,30 @@ final class Keyring: EventSealer {
     let isMember: Bool
     /// The Argon2id cost at which passphrase-wrapped keys travel, and the least accepted from a peer.
     let travelLimits: PasswordHash.Limits
+    /// The most derivations per minute for received records (``Store/Configuration/maxReceivedKeyDerivationsPerMinute``).
+    let receivedDerivationsPerMinute: Int
 
-    private init(keyRecords: KeyRecords, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits) {
+    private init(keyRecords: KeyRecords, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits, receivedDerivationsPerMinute: Int) {
         self.keyRecords = keyRecords
         self.state = Mutex(State(source: source))
         self.isMember = isMember
         self.travelLimits = travelLimits
+        self.receivedDerivationsPerMinute = receivedDerivationsPerMinute
     }
+
+    /// Whether another derivation for a received record fits this minute's ceiling; counts it when it does.
+    func takeReceivedDerivation(now: UInt64 = UnixMilliseconds.now()) -> Bool {
+        state.withLock { state in
+            state.receivedDerivationTimes.removeAll { $0 + 60_000 <= now }
+            guard state.receivedDerivationTimes.count < receivedDerivationsPerMinute else { return false }
+            state.receivedDerivationTimes.append(now)
+            return true
+        }
+    }
+
+    /// Derivations for received records take turns: pushes to one store that bring junk records
+    /// cost it one core at a time, and memory for one Argon2id run (up to 1 GiB).
+    let receivedDerivationTurn = DispatchSemaphore(value: 1)
 
     // MARK: - Opening
 
@@ -101,7 +120,8 @@ final class Keyring: EventSealer {
                 ?? defaultSource()
             let keyring = Keyring(
                 keyRecords: keyRecords, source: source, isMember: configuration.keySource != nil,
-                travelLimits: configuration.travelKeyCost.limits)
+                travelLimits: configuration.travelKeyCost.limits,
+                receivedDerivationsPerMinute: max(1, configuration.maxReceivedKeyDerivationsPerMinute))
             try keyring.prepare(create: configuration.keySource != nil)
             return .success(keyring)
         } catch {
@@ -307,7 +327,11 @@ final class Keyring: EventSealer {
         }
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
         let cached = state.withLock { $0.keks[cacheKey] ?? $0.receivedKEKs[cacheKey] }
-        let kek = try cached ?? passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+        let kek = try cached ?? {
+            receivedDerivationTurn.wait()
+            defer { receivedDerivationTurn.signal() }
+            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+        }()
         if cached == nil {
             state.withLock { state in
                 state.receivedKEKs[cacheKey] = kek

@@ -70,10 +70,43 @@ extension Store {
     func importRangeReportingReceived(
         _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
     ) throws(ChronicleError) -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
+        try importScreened(range, screening: try screenKeys(of: range), checkpoint: checkpoint, source: source, verify: verify)
+    }
+
+    /// Sorts a received range's key records and derives the keys its events need (Argon2id:
+    /// up to a second each), before any write lock is taken.
+    func screenKeys(of range: EventRange) throws(ChronicleError) -> KeyScreening {
+        let keyring = try? crypto.get()
+        return try mappingErrors { try keyring?.prepareImport(range) }
+            ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
+    }
+
+    /// A received range decoded and its keys screened (``prepareImport(_:)``), ready for
+    /// ``importPrepared(_:from:)``: a server derives keys on any thread and imports on one.
+    @_spi(Tools) public struct PreparedImport: Sendable {
+        let range: EventRange
+        let screening: KeyScreening
+    }
+
+    /// Decodes a received range and screens its key records (any Argon2id runs here), without
+    /// taking the store's write lock: what ``importRange(_:from:)`` does before its transaction.
+    @_spi(Tools) public func prepareImport(_ data: Data) throws(ChronicleError) -> PreparedImport {
+        let range = try EventRange(decoding: Array(data))
+        return PreparedImport(range: range, screening: try screenKeys(of: range))
+    }
+
+    /// Imports a prepared range in one durable transaction (no Argon2id runs in it), as
+    /// ``importRange(_:from:)`` does.
+    @_spi(Tools) public func importPrepared(_ prepared: PreparedImport, from source: String) throws(ChronicleError) -> RangeReceipt {
+        try importScreened(prepared.range, screening: prepared.screening, checkpoint: nil, source: source).receipt
+    }
+
+    private func importScreened(
+        _ range: EventRange, screening: KeyScreening, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String,
+        verify: Bool = true
+    ) throws(ChronicleError) -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
         let eventLog = try eventLog
         let keyring = try? crypto.get()
-        let screening = try mappingErrors { try keyring?.prepareImport(range) }
-            ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
             try eventLog.importRangeReportingReceived(

@@ -38,6 +38,11 @@ extension Store {
         /// exports, HTTP), and the least a received one may have. Always ``KeyDerivationCost/moderate``
         /// outside the project's own tests, which lower it to stay fast.
         var travelKeyCost: KeyDerivationCost = .moderate
+        /// The most Argon2id derivations per minute this store runs for key records that peers
+        /// send (a new member's key costs one), whatever they send: records past it wait for a
+        /// later import, never refused. Derivations of received records also run one at a time.
+        /// Default 16.
+        public var maxReceivedKeyDerivationsPerMinute: Int = 16
         /// How many revisions a key keeps when it declares no ``Retention`` of its own. The store
         /// drops older ones by itself, in short steps after writes; a key's current value never
         /// changes for it.

@@ -1,4 +1,4 @@
-@_spi(Wire) public import Chronicle
+@_spi(Wire) @_spi(Tools) public import Chronicle
 public import ChronicleSyncProtocol
 import Foundation
 import Hummingbird
@@ -146,8 +146,12 @@ struct StoreBackend: SyncBackend {
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
         let (store, data) = (store, Data(body))
-        // On the imports' own thread: a push may run Argon2id for the keys it brings.
-        return try await importing { try store.importRange(data, from: "HTTP push") }
+        // Key derivations (Argon2id, up to a second each) run before the import, off NIO's pool
+        // and one at a time across the process; imports run on their own thread, one at a time
+        // (they serialize on the store's write lock anyway): a push that brings no key to derive
+        // never waits for one that does.
+        let prepared = try await screening { try store.prepareImport(data) }
+        return try await importing { try store.importPrepared(prepared, from: "HTTP push") }
     }
 }
 
@@ -157,9 +161,8 @@ func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
     try await NIOThreadPool.singleton.runIfActive { try work() }
 }
 
-/// Runs an import on a thread of its own, one at a time: an import that derives keys (Argon2id,
-/// up to a second each) never takes a thread that serves pulls and info requests, and imports of
-/// one store serialize on its write lock anyway.
+/// Runs an import on a thread of its own, one at a time: an import never takes a thread that
+/// serves pulls and info requests, and imports of one store serialize on its write lock anyway.
 func importing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         importQueue.async { continuation.resume(with: Result { try work() }) }
@@ -167,6 +170,17 @@ func importing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async th
 }
 
 private let importQueue = DispatchQueue(label: "chronicle.serve.imports", qos: .utility)
+
+/// Screens a push's key records on a thread of its own (pushes screen side by side; their
+/// Argon2id runs take turns inside the keyring): a push whose keys the store holds is screened
+/// at once, whatever other pushes derive, and no thread that serves pulls waits for a derivation.
+func screening<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        screeningQueue.async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+private let screeningQueue = DispatchQueue(label: "chronicle.serve.screening", qos: .utility, attributes: .concurrent)
 
 
 extension ChronicleServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {

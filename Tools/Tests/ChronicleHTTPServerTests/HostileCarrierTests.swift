@@ -13,6 +13,9 @@ import ToolsTestSupport
 
 /// A carrier holding only the bearer token of a member's `chronicle serve`: whatever it
 /// pushes is set aside, the member's values and secrets stay, and the group keeps syncing.
+/// Serialized: two tests that run Argon2id at MODERATE cost side by side take both cores, and
+/// each counts the derivations that happen while a request is answered.
+@Suite(.serialized)
 struct HostileCarrierTests {
     @Test func aCarrierWithTheTokenChangesNothingOverHTTP() async throws {
         let directories = Directories()
@@ -101,5 +104,53 @@ struct HostileCarrierTests {
         }
         #expect(keyring.state.withLock { $0.derivations } - before == perPush * pushes)
         #expect(served[.httpNote] == "kept")
+    }
+
+    /// A member's push does not queue behind a stranger's Argon2id: two pushes of junk key
+    /// records at MODERATE cost, then a push from a member whose key the server holds. The
+    /// member's push is applied while the junk still derives (imports ran one at a time, each
+    /// with its derivations: the member waited for all eight).
+    @Test func aMembersPushDoesNotWaitForAStrangersDerivations() async throws {
+        let directories = Directories()
+        var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .minimumForTesting
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        let member = try Store(directory: directories.make(), configuration: configuration)
+        member[.httpNote] = "first"
+        _ = try served.importRange(try member.exportRange(after: 0))  // the server holds the member's key
+        let model = try #require(try EventRange(decoding: Array(try member.exportRange(after: 0))).events.first)
+        let perPush = Keyring.derivationsPerBatch
+        let bodies = (0..<2).map { _ in
+            let keys = (0..<perPush).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: KeyDerivationCost.moderate.limits, created: 0,
+                    nonce: randomBytes(24), sealedKey: randomBytes(48))
+            }
+            let events = keys.map { key in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = key.id
+                return event
+            }
+            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+        }
+        let keyring = try served.crypto.get()
+        let before = keyring.state.withLock { $0.derivations }
+        try await withServer(served, token: "the token") { url in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for body in bodies {
+                    group.addTask { _ = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: body) }
+                }
+                while keyring.state.withLock({ $0.derivations }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                member[.httpNote] = "second"
+                let push = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: try member.exportRange(after: 0))
+                let derivedMeanwhile = keyring.state.withLock { $0.derivations } - before
+                #expect(push.status == 200)
+                #expect(served[.httpNote] == "second")
+                // Imports one at a time, each with its derivations, answered it after all eight.
+                #expect(derivedMeanwhile < 2 * perPush, "the member's push waited for \(derivedMeanwhile) derivations of a stranger's pushes")
+                try await group.waitForAll()
+            }
+        }
     }
 }
