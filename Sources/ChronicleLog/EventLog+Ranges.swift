@@ -185,9 +185,11 @@ extension EventLog {
     ///   ascending and coalesced: its sender holds every one of them, so a replicator need not
     ///   push them back to it. Items the import let out of the quarantine (which came from
     ///   whoever sent them before) are not among them.
+    /// - Parameter boundRelayOnly: whether relay-only records count against the bounds on what
+    ///   a store keeps to relay (`false` for a copy of a store's own log, which keeps them all).
     package func importRangeReportingReceived(
         _ range: EventRange, keys: KeyScreening, verifier: (any EventVerifier)?, requireSealedDefaults: Bool,
-        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String
+        checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, boundRelayOnly: Bool = true
     ) throws -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
         var committed: [CommittedEvent] = []
         var fromRange: [UInt64] = []
@@ -238,7 +240,7 @@ extension EventLog {
                         // carrier that squats an identity here cannot censor a member's real event.
                         let bytes = encoded ?? event.encoded()
                         let held = try txn.get(dbs.dots, key: Self.opaqueKey(bytes)) != nil  // a duplicate takes no room
-                        guard try held || relayRoom(bytes.count, source: source, &relaySpace, txn) else {
+                        guard try held || !boundRelayOnly || relayRoom(bytes.count, source: source, &relaySpace, txn) else {
                             try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: bytes, source: source, now: now, &space, txn)
                             continue
                         }
@@ -277,7 +279,9 @@ extension EventLog {
                         try quarantine(.event, awaiting ? .awaitingKey : .unauthenticated, detail: problem, bytes: item.bytes, source: source, now: now, &space, txn)
                         continue
                     }
-                } else if try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil, try !relayRoom(item.bytes.count, source: source, &relaySpace, txn) {
+                } else if boundRelayOnly, try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil,
+                    try !relayRoom(item.bytes.count, source: source, &relaySpace, txn)
+                {
                     try quarantine(.event, .relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, source: source, now: now, &space, txn)
                     continue
                 }

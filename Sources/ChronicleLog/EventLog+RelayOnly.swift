@@ -57,7 +57,8 @@ extension EventLog {
         return tallies
     }
 
-    /// How many relay-only records the log holds, and their bytes.
+    /// How many relay-only records the log holds, and their items' bytes (what ``relayRoom``
+    /// counts of each and a source's tally holds).
     package func relayOnlySpace(_ txn: borrowing Transaction) throws -> QuarantineSpace {
         var sequences: [UInt64] = []
         try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
@@ -66,7 +67,11 @@ extension EventLog {
             return true
         }
         var space = QuarantineSpace(count: sequences.count, bytes: 0)
-        for sequence in sequences { space.bytes += try txn.get(dbs.events, key: sequence.bigEndianBytes)?.count ?? 0 }
+        for sequence in sequences {
+            guard let value = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { continue }
+            let item = (try? LogRecord(decoding: value, sequence: sequence)).flatMap { OpaqueEvent(relayRecord: $0.body) }
+            space.bytes += item?.bytes.count ?? value.count
+        }
         return space
     }
 

@@ -341,6 +341,29 @@ struct CarrierCostBoundsTests {
         }
     }
 
+    /// A copy of a relay (`chronicle replay --into`) keeps every relay-only record it holds: the
+    /// bound per source is for what strangers send, and a copy came from one source ("a copy of
+    /// PATH"), so it kept 16,384 and quarantined the rest.
+    @Test func aCopyOfARelayKeepsEveryRelayOnlyRecord() throws {
+        try withTemporaryStore { relay, _ in
+            for source in 0..<2 {
+                let items = (0..<(EventLog.relayOnlyPerSource - 1)).map { _ -> OpaqueEvent in
+                    let origin = ReplicaID.random()
+                    return OpaqueEvent(origin: origin, counter: 1, bytes: [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + [0xAA], reason: "")
+                }
+                let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
+                _ = try relay.importRange(Data(range.encoded()), from: "carrier \(source)")
+            }
+            let held = try relay.statistics().relayOnly
+            #expect(held == 2 * (EventLog.relayOnlyPerSource - 1))
+            let directory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let copy = try relay.copy(to: directory)
+            #expect(try copy.statistics().relayOnly == held)
+            #expect(try copy.quarantinedItems().isEmpty)
+        }
+    }
+
     // MARK: - Key records at a keyless relay
 
     /// A relay without the group's key, a member who joins after the others (its key record new

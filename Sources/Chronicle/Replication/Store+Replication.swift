@@ -111,7 +111,8 @@ extension Store {
         return try mappingErrors {
             try eventLog.importRangeReportingReceived(
                 range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
-                source: source)
+                // A copy of a store's own log (no verification) keeps every relay-only record it held.
+                source: source, boundRelayOnly: verify)
         }
     }
 

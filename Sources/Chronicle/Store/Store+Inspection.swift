@@ -40,11 +40,17 @@ extension Store {
 
     /// The current value of the key `name` as JSON, or `nil` when it has no value (for tools:
     /// `chronicle get`). With `secret`, the secret of that name, opened with the store's key.
+    /// - Throws: ``ChronicleError/decodingFailed(key:reason:)`` for a value in an encoding this
+    ///   build does not know: no text stands for it that `chronicle set` could write back.
     @_spi(Tools) public func currentValueJSON(forKeyNamed name: String, secret: Bool = false) throws(ChronicleError) -> String? {
         try AnyKey.validate(name: name)
         let eventLog = try eventLog
         let domain: Domain = secret ? .secrets : .defaults
         guard let entry = try mappingErrors({ try eventLog.entry(domain, name) }), entry.op == .set else { return nil }
+        guard ValueEncoding(rawValue: entry.encoding) != nil else {
+            throw .decodingFailed(
+                key: name, reason: "its value is in encoding \(entry.encoding), which this build cannot read (a newer build wrote it); `chronicle log` lists it")
+        }
         let payload = try openPayload(entry, key: AnyKey(name: name, domain: domain, sync: entry.policy, formerNames: []))
         return ValueCoder.jsonText(encoding: entry.encoding, payload: payload)
     }

@@ -1,4 +1,5 @@
-import Chronicle
+@_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
 import ChronicleTesting
 import Foundation
 import Testing
@@ -15,6 +16,31 @@ struct ToolValueTests {
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
         }
         try await body(try Store(directory: directory), directory)
+    }
+
+    /// A value in an encoding this build does not know (a newer build wrote it) is not printed:
+    /// `get` printed a placeholder string and exited 0, and `set` of what it printed replaced
+    /// the value with that string. Now it says why on standard error and exits 2.
+    @Test func getRefusesAValueInAnEncodingItCannotRead() async throws {
+        let (source, target) = (temporaryStoreDirectory(), temporaryStoreDirectory())
+        defer { for directory in [source, target] { try? FileManager.default.removeItem(at: directory) } }
+        do {
+            let writer = try Store(directory: source)
+            try writer.set("from a newer build", for: Key<String>("newer.value", default: "", sync: .manual))
+            var range = try EventRange(decoding: Array(try writer.exportRange(after: 0)))
+            range.events = range.events.map { event in
+                var newer = event
+                newer.encoding = 200
+                return newer
+            }
+            let targetStore = try Store(directory: target)
+            let receipt = try targetStore.importRange(Data(range.encoded()))
+            #expect(receipt.applied == 1, "\(receipt)")
+        }
+        let result = try await runChronicle(["get", "newer.value", "--store", target.path])
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("encoding 200"), "\(result.stderr)")
     }
 
     /// `chronicle set volume 1` used to leave a `Key<Double>` reading its default (and the same

@@ -1,0 +1,196 @@
+@_spi(Wire) @testable import Chronicle
+@testable import ChronicleLog
+import ChronicleFormat
+import ChronicleLMDB
+import ChronicleSodium
+import ChronicleTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// What a carrier can do to the list of events a member lost and asks for again (`want/`,
+/// docs/FORMAT.md 7.6).
+struct WantedEventBoundsTests {
+    func withGroup(_ body: (_ victim: Store, _ honest: Store, _ spare: URL) async throws -> Void) async throws {
+        try await HostilePeerTests().withGroup(body)
+    }
+
+    /// A transport that strips key records from pulls while `strips` is set, and can be told
+    /// to fail or to be unable to ask for events by identity.
+    struct Wrapper: SyncTransport {
+        let base: any SyncTransport
+        let strips = Shared(false)
+        let failsAsking = Shared(false)
+        let cannotAsk = Shared(false)
+        let asked = Shared(0)
+
+        func info() async throws -> ReplicaInfo { try await base.info() }
+
+        func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+            let data = try await base.pull(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents)
+            guard strips.withLock({ $0 }) else { return data }
+            var range = try EventRange(decoding: Array(data))
+            range.keys = []
+            return Data(range.encoded())
+        }
+
+        func push(_ range: Data) async throws -> RangeReceipt { try await base.push(range) }
+
+        func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+            asked.withLock { $0 += 1 }
+            if failsAsking.withLock({ $0 }) { throw ChronicleError.syncFailed(peer: "wrapper", reason: "HTTP 503: retry") }
+            if cannotAsk.withLock({ $0 }) { return nil }
+            return try await base.pullEvents(identities)
+        }
+    }
+
+    func junkWaitingEvents(_ count: Int, like model: Event) -> [Event] {
+        (0..<count).map { _ in
+            var event = model
+            event.origin = ReplicaID.random()
+            event.payload = Sodium.randomBytes(32)
+            event.authenticator?.keyID = .random()  // a key nobody holds: "waiting for its key"
+            return event
+        }
+    }
+
+    func importJunk(_ count: Int, into victim: Store) throws {
+        let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator != nil })
+        var left = count
+        while left > 0 {
+            let batch = junkWaitingEvents(min(left, 8_192), like: model)
+            left -= batch.count
+            _ = try victim.importRange(
+                Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: batch, opaque: []).encoded()),
+                from: "a carrier")
+        }
+    }
+
+    /// The genuine event is lost (evicted by a first flood) and recorded as wanted; a second
+    /// flood of the same cheap junk (~17,000 more small events naming keys nobody holds) pushes
+    /// `want/` past its 16,384 entries, and the entries lost longest ago (the genuine one) are
+    /// the ones dropped. The junk entries never leave: their keys never arrive.
+    @Test func junkThatFloodsTheWantedListDoesNotLoseAGenuineEvent() async throws {
+        try await withGroup { victim, _, spare in
+            let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
+            try newcomer.set("from the newcomer", for: .groupTheme)
+            let relay = Wrapper(base: StoreTransport(store: newcomer))
+            relay.strips.withLock { $0 = true }
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            try importJunk(EventLog.quarantineCapacity, into: victim)
+            #expect(try victim.eventLog.wantedEventCount() >= 1, "the genuine event was not recorded as wanted")
+            try importJunk(WantedEvents.capacity + 2_000, into: victim)
+            // The key arrives with the newcomer's next write; the sync asks for what was lost.
+            relay.strips.withLock { $0 = false }
+            try newcomer.set("also from the newcomer", for: .groupToken)
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            #expect(try victim.value(for: .groupToken) == "also from the newcomer")
+            #expect(victim[.groupTheme] == "from the newcomer", "the genuine event was dropped from want/ by junk and is lost for good")
+        }
+    }
+
+    /// A carrier that predicts a member's next identity (writer ids are public, counters count
+    /// up) pushes a forged event under it to a keyless relay before the member's push arrives:
+    /// the relay's log holds the forgery as that identity's first version and keeps the genuine
+    /// one to relay. A victim that lost the genuine event asks the relay by identity, gets the
+    /// forgery only (a store answers the first version), and forgets the identity "answered",
+    /// though the relay holds the genuine event.
+    @Test func aForgedFirstVersionAtARelayDoesNotMakeAMemberForgetALostEvent() async throws {
+        try await withGroup { victim, _, spare in
+            let relayDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: relayDirectory) }
+            var relayConfiguration = Store.Configuration()
+            relayConfiguration.travelKeyCost = .minimumForTesting
+            let relay = try Store(directory: relayDirectory, configuration: relayConfiguration)
+            let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
+            try newcomer.set("first", for: .groupToken)
+            try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
+            // The carrier reads the relay and forges the newcomer's next identity.
+            let seen = try EventRange(decoding: Array(try relay.exportRange(after: 0)))
+            let writer = try #require(try newcomer.replicaInfo().writer)
+            let last = try #require(seen.events.last { $0.origin == writer })
+            var forged = last
+            forged.counter += 1
+            forged.payload = Sodium.randomBytes(48)
+            _ = try relay.importRange(
+                Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [forged], opaque: []).encoded()),
+                from: "HTTP push")
+            // The member writes the predicted identity and pushes it.
+            try newcomer.set("from the newcomer", for: .groupTheme)
+            let genuine = try #require(try newcomer.logEntries().last { $0.key == Keys.groupTheme.name })
+            #expect(genuine.counter == forged.counter, "the prediction missed")
+            try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
+            // The victim pulls there without the newcomer's key record, then junk evicts what waits.
+            let transport = Wrapper(base: StoreTransport(store: relay))
+            transport.strips.withLock { $0 = true }
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: transport)]).sync()
+            try importJunk(EventLog.quarantineCapacity, into: victim)
+            #expect(try victim.eventLog.wantedEventCount() >= 1)
+            // The key arrives; the victim asks the relay for what it lost.
+            transport.strips.withLock { $0 = false }
+            try newcomer.set("later", for: .groupToken)
+            try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
+            for _ in 0..<3 { try await Replicator(store: victim, peers: [Peer(name: "relay", transport: transport)]).sync() }
+            #expect(try victim.value(for: .groupToken) == "later")
+            #expect(victim[.groupTheme] == "from the newcomer", "the forged first version made the victim forget the genuine event the relay holds")
+        }
+    }
+
+    /// A sync whose request for lost events fails (a 503, a timeout, an answer that does not
+    /// decode) still pushes: the request is an extra, not a reason to keep a member's writes
+    /// from its peer. And sixteen such failures must not spend the identity.
+    @Test func aFailedRequestForLostEventsDoesNotStopThePush() async throws {
+        try await withGroup { victim, honest, _ in
+            let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
+            let lost = EventIdentity(writer: .random(), counter: 7)
+            try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
+            let peer = Wrapper(base: StoreTransport(store: honest))
+            peer.failsAsking.withLock { $0 = true }
+            try victim.set("pushed despite it", for: .groupTheme)
+            _ = try? await Replicator(store: victim, peers: [Peer(name: "honest", transport: peer)]).sync()
+            #expect(honest[.groupTheme] == "pushed despite it", "the failed request for lost events kept the victim's write from its peer")
+            for _ in 0..<20 { _ = try? await Replicator(store: victim, peers: [Peer(name: "honest", transport: peer)]).sync() }
+            #expect(try victim.eventLog.wantedEventCount() == 1, "failed requests spent the lost identity's asks")
+        }
+    }
+
+    /// A peer that cannot ask by identity (an older server answers 404: `nil`) does not spend
+    /// the member's asks: once a peer that can ask is reached, the identity is still wanted.
+    @Test func asksAreNotSpentOnAPeerThatCannotAsk() async throws {
+        try await withGroup { victim, honest, _ in
+            let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
+            let lost = EventIdentity(writer: .random(), counter: 7)
+            try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
+            let old = Wrapper(base: StoreTransport(store: honest))
+            old.cannotAsk.withLock { $0 = true }
+            for _ in 0..<Int(WantedEvents.maxAsks) { try await Replicator(store: victim, peers: [Peer(name: "old server", transport: old)]).sync() }
+            #expect(try victim.eventLog.wantedEventCount() == 1, "\(WantedEvents.maxAsks) syncs with a server that cannot answer forgot the lost identity")
+        }
+    }
+
+    /// A mailbox answers "up to about 1 MiB of payload", but the key records of the files it
+    /// answers from are not counted: one file of one event and 12,000 junk records under the
+    /// key it names makes the answer 1.5 MB of records (and the dedup is quadratic in them:
+    /// two files of 33,000 make an answer over 65,536 items that the member cannot decode,
+    /// failing every sync with that mailbox).
+    @Test func aMailboxAnswerStaysNearItsBound() async throws {
+        try await withGroup { victim, _, _ in
+            let folder = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator != nil })
+            let keyID = try #require(model.authenticator?.keyID)
+            let keys = (0..<12_000).map { _ in
+                WrappedKey(
+                    id: keyID, kind: .passphrase, salt: Sodium.randomBytes(PasswordHash.saltBytes), limits: KeyDerivationCost.minimumForTesting.limits,
+                    created: 0, nonce: Sodium.randomBytes(AEAD.nonceBytes), sealedKey: Sodium.randomBytes(48))
+            }
+            _ = try await DirectoryTransport(directory: folder).push(
+                Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: [model], opaque: []).encoded()))
+            let clock = ContinuousClock()
+            let start = clock.now
+            let answer = try #require(try await DirectoryTransport(directory: folder).pullEvents([EventIdentity(writer: model.origin, counter: model.counter)]))
+            let took = clock.now - start
+            #expect(answer.count < 1_100_000 + model.payload.count, "an answer of \(answer.count) bytes (\(took)) for one small event")
+        }
+    }
+}
