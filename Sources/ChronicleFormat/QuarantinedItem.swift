@@ -30,7 +30,7 @@ public struct QuarantinedItem: Sendable, Equatable, Identifiable {
         case awaitingKey = 9
         /// An event whose value is larger than this store accepts (``Store/Configuration/maxValueSize``).
         case tooLarge = 10
-        /// An event of a newer format past what this store keeps to relay (see the README's trust model).
+        /// An event of a newer format past what this store keeps to relay (see docs/TRUST.md).
         case relayLimit = 11
 
         public var description: String {

@@ -71,4 +71,68 @@ struct DocumentationTests {
             #expect(Self.documents.contains { $0.document == document }, "\(document) has Swift code but no snippet")
         }
     }
+
+    /// README.md, the documents of docs/ and the DocC articles.
+    static func linkedDocuments() throws -> [String] {
+        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+        let articles = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources/Chronicle/Documentation.docc").path)
+        return ["README.md", "CHANGELOG.md"] + docs.filter { $0.hasSuffix(".md") }.map { "docs/\($0)" }
+            + articles.filter { $0.hasSuffix(".md") }.map { "Sources/Chronicle/Documentation.docc/\($0)" }
+    }
+
+    /// The targets of a Markdown text's inline links, `[text](target)`, outside code blocks and spans.
+    static func linkTargets(_ markdown: String) -> [String] {
+        var targets: [String] = []
+        var inBlock = false
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("```") {
+                inBlock.toggle()
+                continue
+            }
+            guard !inBlock else { continue }
+            // Code spans may hold brackets that are no link.
+            let text = line.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 0 }.map(\.element).joined()
+            var rest = Substring(text)
+            while let open = rest.range(of: "](") {
+                let after = rest[open.upperBound...]
+                guard let close = after.firstIndex(of: ")") else { break }
+                targets.append(String(after[..<close]))
+                rest = after[close...]
+            }
+        }
+        return targets
+    }
+
+    /// GitHub's anchor of a heading: lowercased, punctuation dropped, spaces as hyphens.
+    static func anchor(_ heading: String) -> String {
+        String(heading.lowercased().compactMap { character -> Character? in
+            if character == " " { return "-" }
+            return character.isLetter || character.isNumber || character == "-" || character == "_" ? character : nil
+        })
+    }
+
+    /// Every relative link of the README, docs/ and the DocC articles names a file that exists,
+    /// and every `#anchor` a heading of its document: the README points newcomers at docs/, and
+    /// a moved section must not leave a dead link behind.
+    @Test func everyRelativeLinkResolves() throws {
+        for document in try Self.linkedDocuments() {
+            let url = Self.root.appendingPathComponent(document)
+            let markdown = try String(contentsOf: url, encoding: .utf8)
+            for target in Self.linkTargets(markdown) where !target.contains("://") && !target.hasPrefix("mailto:") && !target.hasPrefix("doc:") {
+                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let file = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0])
+                #expect(FileManager.default.fileExists(atPath: file.path), "\(document) links to \(target), which does not exist")
+                guard parts.count == 2, file.pathExtension == "md", let linked = try? String(contentsOf: file, encoding: .utf8) else { continue }
+                let anchors = linked.split(separator: "\n").filter { $0.hasPrefix("#") }.map { Self.anchor($0.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)) }
+                #expect(anchors.contains(parts[1]), "\(document) links to \(target), whose heading does not exist")
+            }
+        }
+    }
+
+    /// The README stays a ten-minute read: what a newcomer needs, the rest in docs/.
+    @Test func theReadmeStaysShort() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let words = readme.split { $0.isWhitespace }.count
+        #expect(words < 3_200, "README.md has \(words) words; move detail to docs/")
+    }
 }

@@ -31,11 +31,11 @@ struct UnopenedKeyRecordTests {
             try newcomer.set("from the newcomer", for: .groupTheme)
             let range = try newcomer.exportRange(after: 0)
             var saved = rlimit()
-            getrlimit(RLIMIT_AS, &saved)
+            getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &saved)
             var tight = rlimit(rlim_cur: rlim_t(try virtualMemory() + (96 << 20)), rlim_max: saved.rlim_max)
-            setrlimit(RLIMIT_AS, &tight)
+            setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &tight)
             let first = Result { try victim.importRange(range, from: "a file") }
-            setrlimit(RLIMIT_AS, &saved)
+            setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &saved)
             _ = first
             #expect(victim[.groupTheme] != "from the newcomer", "the derivation did not run short of memory (the test proves nothing)")
             _ = try victim.importRange(range, from: "a file")

@@ -22,7 +22,7 @@ import ChronicleSodium
 /// (or a pruned file) makes that puller read the folder again from the start;
 /// identities make the re-read safe, only slower. Events keep their origins, so a
 /// mailbox relays between any number of replicas. The folder grows by one file
-/// per push: delete files once every device has synced past them (README).
+/// per push: delete files once every device has synced past them (docs/REPLICATION.md).
 /// File operations run off the cooperative pool (see `BlockingWork`).
 public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
     /// The mailbox folder.

@@ -48,7 +48,7 @@ extension Store {
     /// Applies a range received from a peer or read from a file, in one durable transaction.
     ///
     /// Re-sent events are skipped. What fails validation or authentication (see the trust
-    /// model in the README) is set aside in the quarantine with its reason and `source`, and
+    /// model in docs/TRUST.md) is set aside in the quarantine with its reason and `source`, and
     /// the rest applies; ``quarantinedItems()`` lists it. Events of newer formats are stored
     /// and relayed, not applied. Bytes that do not decode as a range apply nothing and throw
     /// ``ChronicleError/malformedInput(_:)``.

@@ -6,7 +6,7 @@ import Foundation
 // in the same run on the same disk, with durability matched per row. ordo-one/benchmark
 // measures each benchmark on its own and compares runs against stored baselines; it has no
 // notion of a per-row peer, and its jemalloc-based malloc counters are not what we report.
-// The harness is two timing helpers and a table; the statistics stay in the README's
+// The harness is two timing helpers and a table; the statistics stay in docs/BENCHMARKS.md's
 // "spread between runs" note, measured by running the whole tool several times.
 
 /// One measured operation: nanoseconds per operation over `operations` runs.
