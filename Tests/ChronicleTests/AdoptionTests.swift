@@ -3,7 +3,7 @@ import ChronicleTesting
 import Foundation
 import Testing
 
-/// What a developer coming from UserDefaults meets in the first week (#15).
+/// What a developer coming from UserDefaults meets in the first week.
 struct AdoptionTests {
     /// What `get` prints, fed back to `set` (without a type), reads the same through the app's key.
     @Test func whatGetPrintsSetsTheSameValueBack() throws {

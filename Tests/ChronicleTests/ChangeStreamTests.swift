@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// `store.changes(after:)`, the log as a lossless, resumable stream, and several keys observed
-/// at once (#15).
+/// at once.
 struct ChangeStreamTests {
     /// Every event arrives once, in log order, whoever wrote it and however fast: more than a
     /// page of history, concurrent writers, another `Store` on the directory, a replicated
@@ -110,6 +110,48 @@ struct ChangeStreamTests {
             #expect(await next { theme, _ in theme == .light }.map { $0 == (.light, 1) } == true)
             try store.set(2, for: .launches)
             #expect(await next { $1 == 2 }.map { $0 == (.light, 2) } == true)
+        }
+    }
+}
+
+// MARK: - Compaction and replicated order
+
+extension ChangeStreamTests {
+    /// A live stream goes silent after a compaction: the log is renumbered from 1, the
+    /// iterator's cursor stays at the old head, so every new event (sequence <= cursor) is
+    /// skipped until the log grows past it.
+    @Test func aLiveChangeStreamHearsCommitsAfterACompaction() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let counter = Key<Int>("counter", default: 0, sync: .automaticSmall)
+            for i in 1...50 { try store.set(i, for: counter) }
+            let stream = store.changes(after: 0)
+            let heard = Task { await gatherValues(stream, seconds: 30) { $0.contains { $0.key == "after" } } }
+            try await Task.sleep(for: .milliseconds(300))  // the stream has read all 50 and waits
+            #expect(try store.compact().dropped == 49)
+            try store.set("new", for: Key<String>("after", default: "", sync: .automaticSmall))
+            let values = await heard.value
+            #expect(values.contains { $0.key == "after" }, "the stream missed the event committed after the compaction")
+        }
+    }
+
+    /// The stream is the log, not the values: a replicated event older on the clock than the
+    /// key's current value arrives after it, and a consumer that projects changes in stream order
+    /// (the README's `project(change)`) ends with a value the store does not hold. Nothing in
+    /// `LogEntry` says the event lost.
+    @Test func projectingTheStreamInOrderGivesTheStoresValues() async throws {
+        try await withTemporaryStores(2) { stores in
+            let (a, b) = (stores[0], stores[1])
+            let key = Key<String>("theme.name", default: "", sync: .automaticSmall)
+            try a.set("older", for: key)
+            try await Task.sleep(for: .milliseconds(5))
+            try b.set("newer", for: key)
+            try await Replicator(store: b, peers: [.store(a)]).sync()
+            #expect(b[key] == "newer")
+            let heard = await gatherValues(b.changes(after: 0), seconds: 30) { $0.count == 2 }
+            var projected: [String: String] = [:]
+            for change in heard where change.operation == .set && change.isCurrent { projected[change.key] = try change.value(as: String.self) }
+            #expect(heard.filter(\.isCurrent).count == 1, "the older replicated event says it is not current")
+            #expect(projected[key.name] == b[key], "the projection holds \(projected[key.name] ?? "nil"), the store \(b[key])")
         }
     }
 }

@@ -1,6 +1,7 @@
 @_spi(Tools) import Chronicle
 import ChronicleTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// Ways in for existing data, renames as events, migration steps that run once.
@@ -292,4 +293,84 @@ struct MigrationTests {
             }
         }
     }
+}
+
+// MARK: - Renames under writes, hard imports
+
+extension MigrationTests {
+    /// renameKey reads the old value, then commits set(new) + remove(old) in another step: a
+    /// write of the old name landing in between is removed and never carried over (lost).
+    @Test func renameNeverLosesAConcurrentWriteOfTheOldName() async throws {
+        try await withTemporaryStore { store, _ async throws in
+            let old = Key<Int?>("old", sync: .automaticSmall)
+            let stop = Atomic<Bool>(false)
+            store[old] = 0
+            let writer = Thread {
+                var i = 1
+                while !stop.load(ordering: .relaxed) {
+                    store[old] = i
+                    i += 1
+                    Thread.sleep(forTimeInterval: 0.001)  // an app writing the old name now and then
+                }
+            }
+            writer.start()
+            for _ in 0..<200 { _ = try store.renameKey(from: "old", to: "new") }
+            stop.store(true, ordering: .relaxed)
+            try await store.flush()
+            // Replay the log: each rename (set new, then remove old, adjacent) must carry the old
+            // name's value at that point.
+            var current: String?
+            var lost = 0
+            let entries = try store.logEntries()
+            // Only renames remove "old", and "new" is only ever written by renames, so "old" always
+            // holds the newer value: each remove of a value must follow a set of "new" to it.
+            for (index, entry) in entries.enumerated() where entry.key == "old" {
+                if entry.operation == .remove, let value = current {
+                    let previous = index > 0 ? entries[index - 1] : nil
+                    if !(previous?.key == "new" && previous?.operation == .set && previous?.valueJSON == value) { lost += 1 }
+                }
+                current = entry.operation == .set ? entry.valueJSON : nil
+            }
+            #expect(lost == 0, "\(lost) writes of the old name were removed by a rename without being carried over")
+        }
+    }
+
+    /// A date inside an array with a non-finite interval (a binary plist stores a date as any
+    /// float64): JSON numbers cannot hold it. On Linux the import is refused with a misleading
+    /// "not a property list value"; on Apple platforms `JSONSerialization.data(withJSONObject:)`
+    /// raises an Objective-C exception for NaN/inf, which `try?` does not catch: a crash.
+    @Test func aNonFiniteDateInsideACollectionImports() throws {
+        try withTemporaryStore { store, directory throws in
+            let file = directory.appendingPathComponent("dates.plist")
+            let list: [Any] = [Date(timeIntervalSinceReferenceDate: .infinity), Date(timeIntervalSinceReferenceDate: 5)]
+            try PropertyListSerialization.data(fromPropertyList: ["dates": list], format: .binary, options: 0).write(to: file)
+            #expect(try store.importPropertyList(at: file) == 1)
+            #expect(store[Key<[Date]>("dates", default: [], sync: .automaticSmall)] == list as? [Date])
+        }
+    }
+
+    /// Registered defaults (the registration domain: values the app ships, never set by the
+    /// user) are imported as if set: they then outrank the Chronicle key's own default forever and
+    /// replicate to every device.
+    /// Foundation exposes the registration domain on Apple platforms only (on Linux
+    /// `volatileDomain(forName: registrationDomain)` is empty): the README says to import first there.
+    @Test(.enabled(if: canSeeRegisteredDefaults())) func registeredDefaultsAreNotImported() throws {
+        try withDefaultsSuite { defaults in
+            defaults.register(defaults: ["launches": 5, "theme": "system"])
+            defaults.set("dark", forKey: "theme")
+            try withTemporaryStore { store, _ throws in
+                #expect(try store.importValues(from: defaults, names: ["launches", "theme"]) == 1)
+                #expect(!store.hasValue(for: Key<Int>("launches", default: 0, sync: .automaticSmall)), "a registered default is no user value")
+            }
+        }
+    }
+}
+
+/// Whether this Foundation shows what `register(defaults:)` registered.
+func canSeeRegisteredDefaults() -> Bool {
+    let name = "chronicle.tests.registration.\(UUID().uuidString)"
+    guard let defaults = UserDefaults(suiteName: name) else { return false }
+    defer { defaults.removePersistentDomain(forName: name) }
+    defaults.register(defaults: ["probe": 1])
+    return defaults.volatileDomain(forName: UserDefaults.registrationDomain)["probe"] != nil
 }

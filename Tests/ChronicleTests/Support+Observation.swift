@@ -46,3 +46,27 @@ struct SettingsValue {
         _launches = Default(.launches, store: store)
     }
 }
+
+/// Values from `stream` until `stop`, or whatever arrived when `seconds` pass (a bound that
+/// tells a stream that never delivers from a loaded machine, not a measurement).
+func gatherValues<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
+    _ stream: S, seconds: Double = 30, until stop: @escaping @Sendable ([V]) -> Bool
+) async -> [V] {
+    let box = Mutex<[V]>([])
+    let reader = Task {
+        for await value in stream {
+            let done = box.withLock { values in
+                values.append(value)
+                return stop(values)
+            }
+            if done { return }
+        }
+    }
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline, !stop(box.withLock { $0 }) {
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    reader.cancel()
+    _ = await reader.value
+    return box.withLock { $0 }
+}

@@ -1,4 +1,4 @@
-import Chronicle
+@_spi(Tools) import Chronicle
 import ChronicleTesting
 import Foundation
 import Testing
@@ -61,6 +61,24 @@ struct ValueTypeTests {
             #expect(store[.profile] == profile)
             store[.profile] = nil
             #expect(store[.profile] == nil)
+        }
+    }
+}
+
+// MARK: - Display of hostile payloads
+
+extension ValueTypeTests {
+    /// Every event's `valueJSON` is computed for `logEntries`, `chronicle log` and every element
+    /// of `changes(after:)`: a date payload a peer (or the app) wrote with an extreme interval
+    /// must print, not crash, and what prints must set back.
+    @Test(arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, 1e12])
+    func extremeDatesPrintAndSetBack(interval: Double) throws {
+        try withTemporaryStore { store, _ throws in
+            let key = Key<Date?>("when", sync: .automaticSmall)
+            try store.set(Date(timeIntervalSinceReferenceDate: interval), for: key)
+            let printed = try #require(try store.currentValueJSON(forKeyNamed: key.name))
+            #expect(try store.logEntries().last?.valueJSON == printed)
+            try store.setValue(fromText: printed, forKeyNamed: key.name, as: .date)
         }
     }
 }

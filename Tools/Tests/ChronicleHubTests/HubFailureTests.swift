@@ -201,13 +201,13 @@ extension HubTests {
             let token = try await hub.token(tenant, "d")
             let id = try await hub.tenantID(tenant)
             try await hub.admin.client.query(PostgresQuery(unsafeSQL: """
-                CREATE OR REPLACE FUNCTION review16_fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                CREATE OR REPLACE FUNCTION failing_commit_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN IF NEW.tenant_id = \(id) THEN RAISE EXCEPTION 'the commit fails' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$
                 """))
-            try await hub.admin.client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS review16_fail_commit ON events"))
+            try await hub.admin.client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS failing_commit_trigger ON events"))
             try await hub.admin.client.query(PostgresQuery(unsafeSQL: """
-                CREATE CONSTRAINT TRIGGER review16_fail_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
-                FOR EACH ROW EXECUTE FUNCTION review16_fail_commit()
+                CREATE CONSTRAINT TRIGGER failing_commit_trigger AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION failing_commit_trigger()
                 """))
             let status: Int
             do {
@@ -217,7 +217,7 @@ extension HubTests {
                 }
                 status = response.status
             }
-            try await hub.admin.client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS review16_fail_commit ON events"))
+            try await hub.admin.client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS failing_commit_trigger ON events"))
             #expect(status == 503)
         }
     }

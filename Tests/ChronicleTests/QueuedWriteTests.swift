@@ -15,7 +15,7 @@ import Glibc
 
 /// The local write path at its edges (group commit, queued writes, the
 /// registry, `update`, observers, the change stream). Each test states what must hold.
-@Suite(.serialized) struct WritePathEdgeCaseTests {
+@Suite(.serialized) struct QueuedWriteTests {
     /// Holds `eventLog`'s LMDB write lock on a thread of its own until `release` is signalled:
     /// every commit of the process (the committer's, imports, promotions) waits meanwhile, so a
     /// queued change stays queued for as long as a test needs.

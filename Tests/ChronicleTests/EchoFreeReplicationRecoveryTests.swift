@@ -8,7 +8,7 @@ import Testing
 /// What a device leaves out of a push because the peer sent it must be exactly what that peer
 /// holds: never an event released from the quarantine, never what a peer lost when it rolled
 /// back, and a mailbox restored from a backup is refilled even by a device that only reads.
-struct EchoFreeReplicationEdgeTests {
+struct EchoFreeReplicationRecoveryTests {
     static func key(_ name: String) -> Key<String> { Key<String>("edge.\(name)", default: "", sync: .manual) }
 
     /// Counts what is pushed through a transport; optionally runs `beforePull` before each

@@ -1,0 +1,61 @@
+@testable import Chronicle
+@testable import ChronicleHTTPServer
+@testable import ChronicleSyncProtocol
+import ChronicleTesting
+import Foundation
+import NIOHTTP1
+import Synchronization
+import Testing
+import ToolsTestSupport
+
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}
+
+/// The bytes of push bodies `chronicle serve` holds at once (``BodyBudget``).
+struct BodyBudgetTests {
+    /// One token stands for everyone at `chronicle serve`, and each client address may hold
+    /// half the budget. A token holder at two addresses sends almost all of a large push from
+    /// each and then keeps just above the minimum rate: with the defaults (80 MiB bodies, 160
+    /// MiB budget, 16 KiB every 10 s) two connections of 40 MiB per address hold the whole
+    /// budget for about seven hours, for 6 KB/s. Every other client's push gets 503 meanwhile.
+    @Test func slowPushesFromTwoAddressesDoNotStarveEveryoneElse() async throws {
+        let directories = Directories()
+        let store = try Store(directory: directories.make())
+        let writer = try Store(directory: directories.make())
+        writer[Keys.httpNote] = String(repeating: "v", count: 80_000)
+        let range = try writer.exportRange(after: 0)
+        try await withServer(store, configure: { server in
+            server.maxBodySize = 1 << 20
+            server.maxBodyBytesInFlight = 2 << 20
+            server.minimumBodyRate = .init(bytes: 1_024, per: .seconds(1))
+        }) { url in
+            let port = try #require(url.port)
+            let stop = Flag()
+            var sockets: [RawSocket] = []
+            defer {
+                stop.set()
+                for socket in sockets { socket.close() }
+            }
+            for address in ["127.0.0.3", "127.0.0.4"] {
+                let socket = try RawSocket(port: port, from: address)
+                sockets.append(socket)
+                let length = 1 << 20
+                let head = "POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: \(length)\r\n\r\n"
+                                Thread {
+                    socket.send(head + String(repeating: "x", count: length - (32 << 10)))
+                    // Then 4 KiB a second: four times the minimum rate, for the 8 s left.
+                    for _ in 0..<32 where !stop.isSet {
+                        socket.send(String(repeating: "x", count: 1_024))
+                        Thread.sleep(forTimeInterval: 0.25)
+                    }
+                }.start()
+            }
+            try await Task.sleep(for: .seconds(3))  // past a few windows of the minimum rate (not an assertion)
+            let answer = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "test-token", body: range)
+            #expect(answer.status == 200, "another client's push got \(answer.status) while two addresses trickled above the minimum rate")
+        }
+    }
+}

@@ -1,0 +1,79 @@
+@_spi(Wire) @testable import Chronicle
+@_spi(Wire) @testable import ChronicleFormat
+@testable import ChronicleHub
+import ChronicleHTTP
+import ChronicleTesting
+import Foundation
+import NIOHTTP1
+import Testing
+import ToolsTestSupport
+
+/// What `POST /v1/events` answers when a token holder pushed other bodies under an identity.
+extension HubTests {
+    /// Writer ids are public and counters count up: a token holder pushes a forged body under a
+    /// member's next identity, 1 MiB of payload, before the member writes it. The hub answers
+    /// an identity's bodies in log order up to 1 MiB, so the forgery fills the answer and the
+    /// genuine body is left out; the member, which forgets every identity an answer held
+    /// "whatever the import did with it", never asks again (FORMAT.md 7.6).
+    @Test func aForgedBodyPushedAheadDoesNotCrowdTheGenuineOneOutOfAnAnswer() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (laptop, carrier) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "carrier"))
+            try await withTemporaryStores(1, configuration: groupConfiguration("family secret")) { stores in
+                let store = stores[0]
+                try store.set("first", for: .hubNote)
+                try await Replicator(store: store, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                let last = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.last { $0.key == Keys.hubNote.name })
+                var forged = last
+                forged.counter += 1
+                forged.payload = randomBytes(1 << 20)
+                let forgedRange = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [forged], opaque: [])
+                #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: carrier, body: Data(forgedRange.encoded())).status == 200)
+                try store.set("genuine", for: .hubNote)
+                let genuine = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.last { $0.key == Keys.hubNote.name })
+                #expect(genuine.counter == forged.counter, "the prediction missed")
+                try await Replicator(store: store, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                let identity = EventIdentity(writer: genuine.origin, counter: genuine.counter)
+                let answer = try await rawRequest(
+                    hub.urls[0].appendingPathComponent("v1/events"), method: .POST, token: laptop, body: Data(EventIdentity.encodeRequest([identity])))
+                let range = try EventRange(decoding: Array(answer.data))
+                #expect(range.events.contains { $0.payload == genuine.payload }, "the answer held \(range.events.count) bodies, none the genuine one")
+            }
+        }
+    }
+
+    /// One tenant's devices can take every connection of a node: token holders' connections
+    /// count per address only, and the node stops accepting at `maxConnections`. A device of
+    /// another tenant then waits in the backlog.
+    @Test func oneTenantsDevicesDoNotHoldEveryConnection() async throws {
+        try await withHub(nodes: 1, configure: { node in
+            node.maxConnections = 8
+            node.maxConnectionsPerAddress = 2
+        }) { hub in
+            let (greedy, other) = (try await hub.tenant(), try await hub.tenant())
+            let (greedyToken, otherToken) = (try await hub.token(greedy, "many"), try await hub.token(other, "one"))
+            let port = try #require(hub.urls[0].port)
+            var held: [RawSocket] = []
+            defer { for socket in held { socket.close() } }
+            for address in 1...4 {
+                for _ in 0..<2 {
+                    let socket = try RawSocket(port: port, from: "127.0.3.\(address)")
+                    socket.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(greedyToken)\r\n\r\n")
+                    held.append(socket)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let newcomer = try RawSocket(port: port, from: "127.0.3.9")
+            defer { newcomer.close() }
+            newcomer.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(otherToken)\r\n\r\n")
+            var entry = pollfd(fd: newcomer.descriptor, events: Int16(POLLIN), revents: 0)
+            var answered = false
+            if poll(&entry, 1, 5_000) > 0 {
+                var bytes = [UInt8](repeating: 0, count: 16)
+                let count = recv(newcomer.descriptor, &bytes, bytes.count, Int32(MSG_PEEK))
+                answered = count > 0 && String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 200")
+            }
+            #expect(answered, "another tenant's device was not served while one tenant held every connection")
+        }
+    }
+}
