@@ -8,9 +8,11 @@ package import ChronicleLMDB
 /// a stranger floods it with.
 ///
 /// `meta` `want/` ‖ key id ‖ writer ‖ u64 counter → u64 Unix ms it was lost ‖ u8 times asked.
-/// At most ``capacity``; past it, the entries lost longest ago are forgotten (a tenth at once).
-/// An entry is forgotten when a peer answers it (whatever the import then does with the event)
-/// or after ``maxAsks`` syncs that found no peer holding it.
+/// At most ``capacity``; past it, the entries lost longest ago are forgotten (a tenth at once),
+/// and with them every pull checkpoint: the next sync with each peer pulls from the start, so
+/// what a flood pushed out of the list arrives again (identities make that safe). An entry is
+/// forgotten once the log holds its identity, or after ``maxAsks`` answers from peers that did
+/// not bring it.
 package enum WantedEvents {
     package static let prefix = Array("want/".utf8)
     /// The most identities a member keeps asking for.
@@ -38,6 +40,17 @@ package enum WantedEvents {
         for entry in entries.sorted(by: { $0.lost < $1.lost }).prefix(entries.count - capacity + capacity / 10) {
             try txn.delete(dbs.meta, key: entry.key)
         }
+        try forgetPullCheckpoints(txn, dbs)
+    }
+
+    /// Deletes every pull checkpoint (`peers` keys whose direction byte is 1, docs/FORMAT.md 7.5).
+    static func forgetPullCheckpoints(_ txn: borrowing Transaction, _ dbs: Databases) throws {
+        var pulls: [[UInt8]] = []
+        try txn.scanInPlace(dbs.peers) { key, _ in
+            if key.count == 34, key[32] == 1 { pulls.append(Array(key)) }
+            return true
+        }
+        for key in pulls { try txn.delete(dbs.peers, key: key) }
     }
 
     /// The identity and awaited key of a quarantined event item (an event or a newer format's
@@ -56,55 +69,51 @@ package enum WantedEvents {
     }
 
     /// Up to `limit` wanted identities whose key this log holds a record of (a member stores only
-    /// records that opened), counting each as asked once more; entries asked ``maxAsks`` times
-    /// are forgotten instead.
+    /// records that opened). Entries whose identity the log holds now are deleted.
     package static func due(limit: Int, _ txn: borrowing Transaction, _ dbs: Databases) throws -> [EventIdentity] {
-        var found: [(key: [UInt8], identity: EventIdentity, value: [UInt8])] = []
+        var found: [EventIdentity] = []
         var held: [KeyID: Bool] = [:]
-        var rows: [(key: [UInt8], value: [UInt8])] = []
-        try txn.scan(dbs.meta, from: prefix) { key, value in
-            guard key.starts(with: prefix) else { return false }
-            rows.append((key, value))
-            return true
-        }
-        for (key, value) in rows {
-            guard found.count < limit else { break }
+        var arrived: [[UInt8]] = []
+        try txn.scan(dbs.meta, from: prefix) { key, _ in
+            guard key.starts(with: prefix), found.count < limit else { return false }
             let body = Array(key.dropFirst(prefix.count))
             guard body.count == 16 + 24, let keyID = KeyID(bytes: Array(body[0..<16])), let identity = EventIdentity(dot: Array(body[16...])) else {
-                try txn.delete(dbs.meta, key: key)  // not an entry this build wrote
-                continue
+                arrived.append(key)  // not an entry this build wrote
+                return true
             }
             if try txn.get(dbs.dots, key: identity.dot) != nil {
-                try txn.delete(dbs.meta, key: key)  // it arrived meanwhile
-                continue
+                arrived.append(key)
+                return true
             }
             if held[keyID] == nil { held[keyID] = try txn.get(dbs.meta, key: MetaKey.wrappedKey(keyID)) != nil }
-            guard held[keyID] == true else { continue }
-            found.append((key, identity, value))
+            if held[keyID] == true { found.append(identity) }
+            return true
         }
-        for entry in found {
+        for key in arrived { try txn.delete(dbs.meta, key: key) }
+        return found
+    }
+
+    /// After a peer answered a request for `asked`: entries whose identity the log holds now are
+    /// deleted; each other one counts one more answer without it, and is deleted after ``maxAsks``.
+    package static func settle(asked: [EventIdentity], _ txn: borrowing Transaction, _ dbs: Databases) throws {
+        guard !asked.isEmpty else { return }
+        let wanted = Set(asked)
+        var entries: [(key: [UInt8], identity: EventIdentity, value: [UInt8])] = []
+        try txn.scan(dbs.meta, from: prefix) { key, value in
+            guard key.starts(with: prefix) else { return false }
+            if key.count == prefix.count + 40, let identity = EventIdentity(dot: Array(key[(prefix.count + 16)...])), wanted.contains(identity) {
+                entries.append((key, identity, value))
+            }
+            return true
+        }
+        for entry in entries {
             let asked = entry.value.count >= 9 ? entry.value[8] : 0
-            if asked + 1 >= maxAsks {
+            if try txn.get(dbs.dots, key: entry.identity.dot) != nil || asked >= maxAsks - 1 {
                 try txn.delete(dbs.meta, key: entry.key)
             } else {
                 try txn.put(dbs.meta, key: entry.key, value: Array(entry.value.prefix(8)) + [asked + 1])
             }
         }
-        return found.map(\.identity)
-    }
-
-    /// Forgets the wanted entries of `identities` (a peer answered them).
-    package static func forget(_ identities: Set<EventIdentity>, _ txn: borrowing Transaction, _ dbs: Databases) throws {
-        guard !identities.isEmpty else { return }
-        var doomed: [[UInt8]] = []
-        try txn.scanInPlace(dbs.meta, from: prefix) { key, _ in
-            guard key.starts(with: prefix) else { return false }
-            if key.count == prefix.count + 40, let identity = EventIdentity(dot: Array(key[(prefix.count + 16)...])), identities.contains(identity) {
-                doomed.append(Array(key))
-            }
-            return true
-        }
-        for key in doomed { try txn.delete(dbs.meta, key: key) }
     }
 
     /// How many identities are wanted.
@@ -122,15 +131,22 @@ package enum WantedEvents {
 extension EventLog {
     /// Up to `limit` identities of lost events whose key this log now holds, to ask peers for.
     package func dueWantedEvents(limit: Int = EventIdentity.maxPerRequest) throws -> [EventIdentity] {
-        let empty = try environment.read { txn in try WantedEvents.count(txn, dbs) == 0 }
+        let empty = try environment.read { txn in
+            var any = false
+            try txn.scanInPlace(dbs.meta, from: WantedEvents.prefix) { key, _ in
+                any = key.starts(with: WantedEvents.prefix)
+                return false
+            }
+            return !any
+        }
         guard !empty else { return [] }
         return try environment.write { txn in try WantedEvents.due(limit: limit, txn, dbs) }
     }
 
-    /// Forgets the wanted identities a peer answered.
-    package func forgetWantedEvents(_ identities: Set<EventIdentity>) throws {
-        guard !identities.isEmpty else { return }
-        try environment.write { txn in try WantedEvents.forget(identities, txn, dbs) }
+    /// Settles the wanted identities a peer was asked for and answered (``WantedEvents/settle(asked:_:_:)``).
+    package func settleWantedEvents(asked: [EventIdentity]) throws {
+        guard !asked.isEmpty else { return }
+        try environment.write { txn in try WantedEvents.settle(asked: asked, txn, dbs) }
     }
 
     /// How many lost events this member still asks for.
@@ -138,25 +154,50 @@ extension EventLog {
         try environment.read { txn in try WantedEvents.count(txn, dbs) }
     }
 
-    /// The events of this log with these identities (the first version of each, as logged; an
-    /// identity compacted away or never held is left out), at most about `maxBytes` of payload,
-    /// with the key records they name, in a range that moves no checkpoint: `after` and `upTo`
-    /// are both this log's head.
+    /// The events of this log with these identities, at most about `maxBytes` of payload, with
+    /// the key records they name, in a range that moves no checkpoint: `after` and `upTo` are
+    /// both this log's head. Each identity's version as logged comes first, then every second
+    /// version a store that verifies nothing keeps to relay under it (a carrier that got its
+    /// forgery logged first cannot hide the genuine event from a member asking again); an
+    /// identity compacted away or never held is left out.
     package func exportEvents(_ identities: [EventIdentity], maxBytes: Int) throws -> EventRange {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
+            let asked = Array(identities.prefix(EventIdentity.maxPerRequest))
             var events: [Event] = []
             var bytes = 0
-            for identity in identities.prefix(EventIdentity.maxPerRequest) {
+            func take(_ event: Event) -> Bool {
+                if !events.isEmpty, bytes + event.payload.count > maxBytes { return false }
+                events.append(event)
+                bytes += event.payload.count + 64
+                return true
+            }
+            for identity in asked {
                 guard let sequence = try txn.get(dbs.dots, key: identity.dot).flatMap({ UInt64(bigEndianBytes: $0) }), sequence != 0,
                     let value = try txn.get(dbs.events, key: sequence.bigEndianBytes)
                 else { continue }
                 let record = try LogRecord(decoding: value, sequence: sequence)
                 guard record.kind == .event else { continue }
-                let event = try record.event(sequence: sequence)
-                if !events.isEmpty, bytes + event.payload.count > maxBytes { break }
-                events.append(event)
-                bytes += event.payload.count + 64
+                if !take(try record.event(sequence: sequence)) { break }
+            }
+            // Second versions kept to relay are known by their bytes, not their identity: one
+            // pass over them (at most the relay-only bound), only when asked for any identity.
+            let wanted = Set(asked)
+            var sequences: [UInt64] = []
+            if !wanted.isEmpty {
+                try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
+                    guard key.first == 0x4F else { return false }
+                    if key.count == 33, value.count == 8 { sequences.append(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))) }
+                    return sequences.count < Self.relayOnlyCapacity
+                }
+            }
+            for sequence in sequences {
+                guard let value = try txn.get(dbs.events, key: sequence.bigEndianBytes),
+                    let item = (try? LogRecord(decoding: value, sequence: sequence)).flatMap({ OpaqueEvent(relayRecord: $0.body) }),
+                    wanted.contains(EventIdentity(writer: item.origin, counter: item.counter)),
+                    let event = try? Event(decoding: item.bytes), !events.contains(event)
+                else { continue }
+                if !take(event) { break }
             }
             var keyIDs: [KeyID] = []
             for event in events { for id in event.namedKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) } }

@@ -35,18 +35,15 @@ package final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
         randombytes_buf(pointer, randomCount)
     }
 
-    /// Allocates `count` bytes and lets `fill` write them, once.
+    /// Allocates `count` bytes and lets `fill` write them, once. When `fill` throws, the
+    /// memory is freed once, by `deinit` (the object is whole by then: freeing it here too
+    /// freed it twice and crashed the process).
     init(count: Int, fill: (UnsafeMutablePointer<UInt8>) throws -> Void) throws {
         try Sodium.initialize()
         guard let memory = sodium_malloc(max(count, 1)) else { throw SodiumError.outOfMemory }
         pointer = memory
         self.count = count
-        do {
-            try fill(pointer.assumingMemoryBound(to: UInt8.self))
-        } catch {
-            sodium_free(pointer)
-            throw error
-        }
+        try fill(pointer.assumingMemoryBound(to: UInt8.self))
     }
 
     deinit {

@@ -165,7 +165,7 @@ extension Keyring {
             if needsDerivation(record) {
                 let budget = quarantineID == nil || !waitingRecords.contains(where: { $0.quarantineID == quarantineID }) ? ownBudget : Self.derivationsPerBatch
                 let withinBatch = derivations < budget
-                guard withinBatch, takeReceivedDerivation() else {
+                guard withinBatch, takeReceivedDerivation(waited: quarantineID != nil) else {
                     screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
                     if quarantineID == nil {
                         let why =
@@ -183,9 +183,17 @@ extension Keyring {
                 state.withLock { $0.dataKeys[record.id] = key }
                 screening.accepted.append(record)
                 known.insert(record.id)
-            } catch {
+            } catch ChronicleError.wrongKey {
+                // The record itself did not open under the KEK: remembered, never derived again.
                 if !tags.isEmpty { unopenedNow.append(tags[index]) }
                 screening.rejected.append((record, .unopenableKey, "this store's key source does not open key \(record.id)"))
+            } catch {
+                // The derivation failed (Argon2id could not get its memory): nothing is learnt of
+                // the record, which waits for a later import.
+                screening.retired.removeAll { $0 == quarantineID }
+                if quarantineID == nil {
+                    screening.rejected.append((record, .derivationBudget, "waits for the next import: its key derivation failed (\(error))"))
+                }
             }
         }
         try keyRecords.rememberUnopened(unopenedNow)

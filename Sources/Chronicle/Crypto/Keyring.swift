@@ -88,11 +88,15 @@ final class Keyring: EventSealer {
         self.receivedDerivationsPerMinute = receivedDerivationsPerMinute
     }
 
-    /// Whether another derivation for a received record fits this minute's ceiling; counts it when it does.
-    func takeReceivedDerivation(now: UInt64 = UnixMilliseconds.now()) -> Bool {
+    /// Whether another derivation for a received record fits this minute's ceiling; counts it
+    /// when it does. The minute's last derivation is kept for a record that waited (deferred by
+    /// an earlier import): whatever fresh records a carrier keeps sending, a waiting genuine key
+    /// gets one derivation a minute.
+    func takeReceivedDerivation(waited: Bool, now: UInt64 = UnixMilliseconds.now()) -> Bool {
         state.withLock { state in
             state.receivedDerivationTimes.removeAll { $0 + 60_000 <= now }
-            guard state.receivedDerivationTimes.count < receivedDerivationsPerMinute else { return false }
+            let ceiling = waited || receivedDerivationsPerMinute < 2 ? receivedDerivationsPerMinute : receivedDerivationsPerMinute - 1
+            guard state.receivedDerivationTimes.count < ceiling else { return false }
             state.receivedDerivationTimes.append(now)
             return true
         }

@@ -86,9 +86,10 @@ public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
                 .encoded())
     }
 
-    /// Answers from the files: every event with an asked identity (each version a file holds),
-    /// with the key records of the files it came from that it names, up to about 1 MiB of
-    /// payload, in a range whose `after` and `upTo` are both the mailbox's head.
+    /// Answers from the files: every event with an asked identity (each version a file holds,
+    /// the smallest first), with at most 16 key records per id it names from the files it came
+    /// from, up to about 1 MiB of events and records together and at most 4,096 items, in a
+    /// range whose `after` and `upTo` are both the mailbox's head.
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
         let transport = self
         return try await BlockingWork.run { try transport.pullEventsNow(Set(identities.prefix(EventIdentity.maxPerRequest))) }
@@ -97,19 +98,38 @@ public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
     private func pullEventsNow(_ asked: Set<EventIdentity>) throws -> Data {
         let entries = try rangeFiles()
         let names = entries.map(\.line)
+        var found: [(event: Event, encoded: [UInt8], keys: [WrappedKey])] = []
+        var seen = Set<[UInt8]>()
+        for entry in entries where !asked.isEmpty {
+            guard let stored = readRange(entry.name) else { continue }
+            for event in stored.events where asked.contains(EventIdentity(writer: event.origin, counter: event.counter)) {
+                let encoded = event.encoded()
+                guard seen.insert(encoded).inserted else { continue }
+                let named = Set(event.namedKeyIDs)
+                found.append((event, encoded, stored.keys.filter { named.contains($0.id) }))
+            }
+        }
+        // The smallest first: a forged version padded to the bound cannot crowd out the genuine one.
+        found.sort { $0.encoded.count < $1.encoded.count }
         var events: [Event] = []
         var keys: [WrappedKey] = []
+        var keySeen = Set<[UInt8]>()
+        var perID: [KeyID: Int] = [:]
         var bytes = 0
-        files: for entry in entries {
-            guard let stored = readRange(entry.name) else { continue }
-            for event in stored.events where asked.contains(EventIdentity(writer: event.origin, counter: event.counter)) && !events.contains(event) {
-                if !events.isEmpty, bytes + event.payload.count > 1 << 20 { break files }
-                events.append(event)
-                bytes += event.payload.count + 64
-                for id in event.namedKeyIDs {
-                    for key in stored.keys where key.id == id && !keys.contains(key) { keys.append(key) }
-                }
+        for item in found {
+            var added: [WrappedKey] = []
+            for key in item.keys where (perID[key.id] ?? 0) < KeyRecords.alternatesPerKey + 1 {
+                let encoded = key.encoded()
+                guard !keySeen.contains(encoded) else { continue }
+                keySeen.insert(encoded)
+                perID[key.id, default: 0] += 1
+                added.append(key)
             }
+            let size = item.encoded.count + added.reduce(0) { $0 + $1.encoded().count }
+            if !events.isEmpty, bytes + size > 1 << 20 || events.count + keys.count + added.count >= 4_096 { break }
+            events.append(item.event)
+            keys += added
+            bytes += size
         }
         let head = UInt64(names.count)
         let chain = Self.digest(names)

@@ -1,25 +1,31 @@
 import ChronicleFormat
 import ChronicleLog
 import Foundation
+import Logging
 
 extension Replicator {
     /// Asks `peer` for the events this store lost before it could apply them (its quarantine
     /// evicted them while they waited for a key it now holds) and imports what the peer has.
-    /// An identity the peer answered is forgotten whatever the import does with it; one it did
-    /// not is asked again at later syncs, a bounded number of times (``WantedEvents``).
-    func askForLostEvents(from peer: Peer, source: String, into report: inout SyncReport.PeerReport) async throws {
+    /// An identity is forgotten once the log holds it, or after a bounded number of answers
+    /// without it (``WantedEvents``); a peer that cannot ask, or a request that fails, costs
+    /// nothing and stops nothing: the push goes on.
+    func askForLostEvents(from peer: Peer, source: String, into report: inout SyncReport.PeerReport) async {
         let store = store
-        let eventLog = try store.eventLog
-        let wanted = try await BlockingWork.run { try eventLog.dueWantedEvents() }
-        guard !wanted.isEmpty, let answer = try await peer.transport.pullEvents(wanted) else { return }
-        let range = try EventRange(decoding: Array(answer))
-        let asked = Set(wanted)
-        let answered = Set(range.events.map { EventIdentity(writer: $0.origin, counter: $0.counter) }).intersection(asked)
-        let receipt = try await BlockingWork.run { () throws -> RangeReceipt in
-            let receipt = try store.importRange(range, checkpoint: nil, source: "\(source), asked by identity")
-            try eventLog.forgetWantedEvents(answered)
-            return receipt
+        do {
+            let eventLog = try store.eventLog
+            let wanted = try await BlockingWork.run { try eventLog.dueWantedEvents() }
+            guard !wanted.isEmpty, let answer = try await peer.transport.pullEvents(wanted) else { return }
+            let range = try EventRange(decoding: Array(answer))
+            let receipt = try await BlockingWork.run { () throws -> RangeReceipt in
+                let receipt = try store.importRange(range, checkpoint: nil, source: "\(source), asked by identity")
+                try eventLog.settleWantedEvents(asked: wanted)
+                return receipt
+            }
+            report.pulled.add(receipt)
+        } catch {
+            store.configuration.logger.warning(
+                "chronicle: asking a peer again for lost events failed; the next sync asks again",
+                metadata: ["peer": "\(peer.name)", "error": "\(ChronicleError.wrap(error))"])
         }
-        report.pulled.add(receipt)
     }
 }

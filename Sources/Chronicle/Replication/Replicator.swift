@@ -146,7 +146,7 @@ public actor Replicator {
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if !state.advance(upTo: range.upTo, upToChain: range.upToChain, reachesHead: range.reachesHead) { break }
         }
-        try await askForLostEvents(from: peer, source: source, into: &report)
+        await askForLostEvents(from: peer, source: source, into: &report)
 
         // Push: our log after our checkpoint for (remote, our epoch, push, filter).
         let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)

@@ -45,6 +45,8 @@ public struct ChronicleServer: Sendable {
     public var maxUnauthenticatedConnections: Int?
     /// How long a connection without an accepted token has to send a whole request head. Default 10 s.
     public var requestHeadTimeout: Duration = .seconds(10)
+    /// How long a client's only new connection is safe from giving way to other strangers (tests lengthen it).
+    package var connectionGrace: Duration = .seconds(1)
     /// The most bytes of push bodies held at once across every connection; a push past it gets
     /// 503 with `Retry-After`. One client address holds at most half of it. Importing a range
     /// takes several times its size. Default 160 MiB.
@@ -95,7 +97,7 @@ public struct ChronicleServer: Sendable {
     func connectionGuard() -> ConnectionGuard {
         ConnectionGuard(
             maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
-            headTimeout: requestHeadTimeout)
+            headTimeout: requestHeadTimeout, grace: connectionGrace)
     }
 
     func makeRouter(connections: ConnectionGuard? = nil) -> Router<SyncContext<StoreBackend.Caller>> {
@@ -138,6 +140,9 @@ struct StoreBackend: SyncBackend {
 
     /// One token stands for everyone: pushes share the budget by client address.
     func bodyOwner(_ caller: Caller, client: String) -> String { client }
+
+    /// One token, one owner: connections are shared by client address only.
+    func connectionOwner(_ caller: Caller) -> String { "" }
 
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
         let store = store

@@ -100,7 +100,8 @@ extension HubDatabase {
     }
 
     /// The tenant's events with these identities (every body stored under each: a relay cannot
-    /// tell a carrier's from a member's), in log order, at most ~1 MiB of bodies (at least one),
+    /// tell a carrier's from a member's), each identity's smallest first, at most ~1 MiB of
+    /// bodies (at least one),
     /// with the key records they name, as the range `POST /v1/events` answers: its `after` and
     /// `upTo` are both the head, so it moves no puller's checkpoint.
     func events(device: HubDevice, _ identities: [EventIdentity]) async throws -> (bytes: [UInt8], events: Int) {
@@ -119,14 +120,19 @@ extension HubDatabase {
         let counters = asked.map { Int64(clamping: $0.counter) }
         var bodies: [[UInt8]] = []
         if !asked.isEmpty {
+            // Each identity's smallest body first, then each one's next: a body a token holder
+            // padded to the bound cannot crowd the genuine one out of the answer.
             let rows = try await client.query(
                 """
                 SELECT body FROM (
-                    SELECT e.body, e.position, sum(octet_length(e.body)) OVER (ORDER BY e.position) - octet_length(e.body) AS before
-                    FROM events e JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS w(writer, counter)
-                        ON e.writer = w.writer AND e.counter = w.counter
-                    WHERE e.tenant_id = \(tenant)) s
-                WHERE before < \(Self.pullBytes) ORDER BY position
+                    SELECT body, rank, position, sum(length) OVER (ORDER BY rank, position) - length AS before
+                    FROM (
+                        SELECT e.body, e.position, octet_length(e.body) AS length,
+                            row_number() OVER (PARTITION BY e.writer, e.counter ORDER BY octet_length(e.body), e.position) AS rank
+                        FROM events e JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS w(writer, counter)
+                            ON e.writer = w.writer AND e.counter = w.counter
+                        WHERE e.tenant_id = \(tenant)) ranked) s
+                WHERE before < \(Self.pullBytes) ORDER BY rank, position
                 """, logger: logger)
             for try await body in rows.decode(ByteBuffer.self) { bodies.append(Array(buffer: body)) }
         }

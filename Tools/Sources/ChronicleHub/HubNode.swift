@@ -39,7 +39,8 @@ public struct HubNode: Sendable {
     public var maxWait: Duration = .seconds(30)
     /// How long a connection may stay idle before the node closes it. Default 75 s (above ``maxWait``).
     public var idleTimeout: Duration = .seconds(75)
-    /// The most connections served at once. Default 1,024.
+    /// The most connections served at once; one tenant's devices hold at most half of them (a
+    /// request past that gets 503 and its connection closes). Default 1,024.
     public var maxConnections: Int = 1_024
     /// The most connections one client (an IPv4 address, an IPv6 /56) may hold at once, checked
     /// before any token is read (0: no limit; set it to 0 or raise it behind a load balancer,
@@ -119,7 +120,7 @@ public struct HubNode: Sendable {
     ) async throws {
         let connections = ConnectionGuard(
             maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
-            headTimeout: requestHeadTimeout)
+            maxPerOwner: max(1, maxConnections / 2), headTimeout: requestHeadTimeout)
         let app = Application(
             router: makeRouter(connections: connections),
             server: try ServerTLS.serverBuilder(idleTimeout: idleTimeout, connections: connections, tls: tls),
@@ -254,6 +255,9 @@ struct HubBackend: SyncBackend {
 
     /// Each tenant's pushes take one share of the node's body budget.
     func bodyOwner(_ caller: Caller, client: String) -> String { "tenant \(caller.device.tenant)" }
+
+    /// Each tenant's devices hold at most a share of the node's connections.
+    func connectionOwner(_ caller: Caller) -> String { "tenant \(caller.device.tenant)" }
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
         // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of

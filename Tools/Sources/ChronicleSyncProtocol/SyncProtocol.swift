@@ -60,6 +60,8 @@ package protocol SyncBackend: Sendable {
     /// Whose share of the body budget a caller's push takes (``BodyBudget``), `client` being
     /// its connection's client (``ConnectionGuard/client(_:)``).
     func bodyOwner(_ caller: Caller, client: String) -> String
+    /// Whose share of the connections a caller's connection takes (``ConnectionGuard/maxPerOwner``).
+    func connectionOwner(_ caller: Caller) -> String
 }
 
 /// A request's context: the caller its bearer token stands for.
@@ -101,7 +103,14 @@ package struct SyncTokenMiddleware<Backend: SyncBackend>: RouterMiddleware {
         if header.hasPrefix(prefix), header.utf8.count <= 1_024 {
             context.caller = try await backend.caller(presenting: String(header.dropFirst(prefix.count)))
         }
-        if context.caller != nil { connections?.authenticated(context.connection) }
+        if let caller = context.caller, let connections, !connections.authenticated(context.connection, owner: backend.connectionOwner(caller)) {
+            var headers = HTTPFields()
+            headers[.retryAfter] = "1"
+            headers[.connection] = "close"
+            return Response(
+                status: .serviceUnavailable, headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: "{\"error\":{\"message\":\"this tenant's devices hold their share of the server's connections; retry\"}}")))
+        }
         guard context.caller != nil else {
             logger.notice("chronicle: refused a request with a \(refusal)", metadata: ["path": "\(request.uri.path)"])
             var headers = HTTPFields()

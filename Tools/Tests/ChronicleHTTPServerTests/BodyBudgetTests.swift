@@ -58,4 +58,21 @@ struct BodyBudgetTests {
             #expect(answer.status == 200, "another client's push got \(answer.status) while two addresses trickled above the minimum rate")
         }
     }
+
+    /// A body that stops arriving altogether (not a byte more) is cut off within a window or
+    /// two of the minimum rate, not at the idle timeout.
+    @Test func aBodyThatStopsArrivingIsCutOffAtTheMinimumRate() async throws {
+        let directories = Directories()
+        let store = try Store(directory: directories.make())
+        try await withServer(store, configure: { server in
+            server.minimumBodyRate = .init(bytes: 1_024, per: .seconds(1))
+            server.idleTimeout = .seconds(30)
+        }) { url in
+            let port = try #require(url.port)
+            let stalled = try RawSocket(port: port, from: "127.0.0.7")
+            defer { stalled.close() }
+            stalled.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 100000\r\n\r\n0123456789")
+            #expect(await eventually(within: 5) { stalled.answeredOrClosed(status: 408, within: 0) }, "a silent body was not cut off within 5 s")
+        }
+    }
 }

@@ -34,6 +34,7 @@ struct ConnectionGuardTests {
         try await withServer(store, configure: { server in
             server.maxConnections = 16
             server.maxUnauthenticatedConnections = 4
+            server.connectionGrace = .seconds(30)  // a loaded machine may take a while between the steps below
         }) { url in
             let port = try #require(url.port)
             let holder = try RawSocket(port: port, from: "127.0.0.2")
@@ -45,7 +46,7 @@ struct ConnectionGuardTests {
             for address in 3..<7 { strangers.append(try RawSocket(port: port, from: "127.0.0.\(address)")) }
             try await Task.sleep(for: .milliseconds(300))
             holder.send("Authorization: Bearer test-token\r\n\r\n")
-            #expect(answered(holder, status: 200, within: 5), "strangers that connected after a token holder closed its connection")
+            #expect(await eventually(within: 5) { answered(holder, status: 200, within: 0) }, "strangers that connected after a token holder closed its connection")
         }
     }
 }

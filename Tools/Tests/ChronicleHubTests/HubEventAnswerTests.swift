@@ -42,9 +42,10 @@ extension HubTests {
         }
     }
 
-    /// One tenant's devices can take every connection of a node: token holders' connections
-    /// count per address only, and the node stops accepting at `maxConnections`. A device of
-    /// another tenant then waits in the backlog.
+    /// One tenant's devices could take every connection of a node: token holders' connections
+    /// counted per address only, and the node stops accepting at `maxConnections`, so a device
+    /// of another tenant waited in the backlog. A tenant now holds at most half: a request on a
+    /// connection past its share gets 503 and the connection closes.
     @Test func oneTenantsDevicesDoNotHoldEveryConnection() async throws {
         try await withHub(nodes: 1, configure: { node in
             node.maxConnections = 8
@@ -60,15 +61,24 @@ extension HubTests {
                     let socket = try RawSocket(port: port, from: "127.0.3.\(address)")
                     socket.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(greedyToken)\r\n\r\n")
                     held.append(socket)
+                    // Its answer: the connection now holds a token (or was refused its share).
+                    _ = await eventually(within: 5) {
+                        var entry = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
+                        return poll(&entry, 1, 0) > 0
+                    }
                 }
             }
             try await Task.sleep(for: .milliseconds(500))
+            let refused = held.filter { answeredWith503OrClosed($0) }.count
+            #expect(refused == held.count / 2, "\(refused) of the tenant's \(held.count) connections were refused")
             let newcomer = try RawSocket(port: port, from: "127.0.3.9")
             defer { newcomer.close() }
             newcomer.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(otherToken)\r\n\r\n")
-            var entry = pollfd(fd: newcomer.descriptor, events: Int16(POLLIN), revents: 0)
             var answered = false
-            if poll(&entry, 1, 5_000) > 0 {
+            if await eventually(within: 5, {
+                var entry = pollfd(fd: newcomer.descriptor, events: Int16(POLLIN), revents: 0)
+                return poll(&entry, 1, 0) > 0
+            }) {
                 var bytes = [UInt8](repeating: 0, count: 16)
                 let count = recv(newcomer.descriptor, &bytes, bytes.count, Int32(MSG_PEEK))
                 answered = count > 0 && String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 200")
@@ -76,4 +86,12 @@ extension HubTests {
             #expect(answered, "another tenant's device was not served while one tenant held every connection")
         }
     }
+}
+
+/// Whether the server answered `socket` with 503 or closed it.
+private func answeredWith503OrClosed(_ socket: RawSocket) -> Bool {
+    var bytes = [UInt8](repeating: 0, count: 16)
+    let count = recv(socket.descriptor, &bytes, bytes.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+    if count == 0 { return true }
+    return count > 0 && String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 503")
 }
