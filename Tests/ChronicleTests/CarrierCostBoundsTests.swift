@@ -172,27 +172,6 @@ struct CarrierCostBoundsTests {
         }
     }
 
-    /// A relay that lost a member's key record the first time it is pulled from (the member's
-    /// events arrive without their key), and answers normally afterwards.
-    struct KeyLosingTransport: SyncTransport {
-        let base: StoreTransport
-        let losesKeys = Shared(true)
-
-        func info() async throws -> ReplicaInfo { try await base.info() }
-
-        func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
-            let data = try await base.pull(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents)
-            guard losesKeys.withLock({ $0 }) else { return data }
-            var range = try EventRange(decoding: Array(data))
-            range.keys = []
-            return Data(range.encoded())
-        }
-
-        func push(_ range: Data) async throws -> RangeReceipt { try await base.push(range) }
-
-        func pullEvents(_ identities: [EventIdentity]) async throws -> Data? { try await base.pullEvents(identities) }
-    }
-
     /// A genuine event waiting for its key, then 10,000 junk events naming keys nobody holds:
     /// the junk evicts the genuine event, and the checkpoint has moved past it. The member
     /// remembers what it lost and, once the key arrives, asks its peer for it by identity. The
@@ -201,7 +180,8 @@ struct CarrierCostBoundsTests {
         try await withGroup { victim, _, spare in
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
             try newcomer.set("from the newcomer", for: .groupTheme)
-            let relay = KeyLosingTransport(base: StoreTransport(store: newcomer))
+            let relay = LossyRelayTransport(base: StoreTransport(store: newcomer))
+            relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             let writer = try #require(try newcomer.replicaInfo().writer)
             #expect(try victim.quarantinedItems().filter { $0.reason == .awaitingKey && $0.origin == writer }.count == 1)
@@ -214,7 +194,7 @@ struct CarrierCostBoundsTests {
             #expect(try receipt.quarantined == victim.eventLog.quarantineCount(), "the receipt counted \(receipt.quarantined)")
             #expect(try victim.eventLog.wantedEventCount() >= 1)
             // The key arrives with the newcomer's next write; the sync asks for what was lost.
-            relay.losesKeys.withLock { $0 = false }
+            relay.strips.withLock { $0 = false }
             try newcomer.set("also from the newcomer", for: .groupToken)
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(try victim.value(for: .groupToken) == "also from the newcomer")
@@ -230,11 +210,12 @@ struct CarrierCostBoundsTests {
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
             let large = String(repeating: "z", count: EventLog.waitingItemLimit + 1)
             try newcomer.set(large, for: .groupTheme)
-            let relay = KeyLosingTransport(base: StoreTransport(store: newcomer))
+            let relay = LossyRelayTransport(base: StoreTransport(store: newcomer))
+            relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(try victim.quarantinedItems().isEmpty)
             #expect(try victim.eventLog.wantedEventCount() == 1)
-            relay.losesKeys.withLock { $0 = false }
+            relay.strips.withLock { $0 = false }
             try newcomer.set("also from the newcomer", for: .groupToken)
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(victim[.groupTheme] == large)

@@ -15,35 +15,6 @@ struct WantedEventBoundsTests {
         try await HostilePeerTests().withGroup(body)
     }
 
-    /// A transport that strips key records from pulls while `strips` is set, and can be told
-    /// to fail or to be unable to ask for events by identity.
-    struct Wrapper: SyncTransport {
-        let base: any SyncTransport
-        let strips = Shared(false)
-        let failsAsking = Shared(false)
-        let cannotAsk = Shared(false)
-        let asked = Shared(0)
-
-        func info() async throws -> ReplicaInfo { try await base.info() }
-
-        func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
-            let data = try await base.pull(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents)
-            guard strips.withLock({ $0 }) else { return data }
-            var range = try EventRange(decoding: Array(data))
-            range.keys = []
-            return Data(range.encoded())
-        }
-
-        func push(_ range: Data) async throws -> RangeReceipt { try await base.push(range) }
-
-        func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
-            asked.withLock { $0 += 1 }
-            if failsAsking.withLock({ $0 }) { throw ChronicleError.syncFailed(peer: "wrapper", reason: "HTTP 503: retry") }
-            if cannotAsk.withLock({ $0 }) { return nil }
-            return try await base.pullEvents(identities)
-        }
-    }
-
     func junkWaitingEvents(_ count: Int, like model: Event) -> [Event] {
         (0..<count).map { _ in
             var event = model
@@ -74,7 +45,7 @@ struct WantedEventBoundsTests {
         try await withGroup { victim, _, spare in
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
             try newcomer.set("from the newcomer", for: .groupTheme)
-            let relay = Wrapper(base: StoreTransport(store: newcomer))
+            let relay = LossyRelayTransport(base: StoreTransport(store: newcomer))
             relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             try importJunk(EventLog.quarantineCapacity, into: victim)
@@ -121,7 +92,7 @@ struct WantedEventBoundsTests {
             #expect(genuine.counter == forged.counter, "the prediction missed")
             try await Replicator(store: newcomer, peers: [.store(relay)]).sync()
             // The victim pulls there without the newcomer's key record, then junk evicts what waits.
-            let transport = Wrapper(base: StoreTransport(store: relay))
+            let transport = LossyRelayTransport(base: StoreTransport(store: relay))
             transport.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: transport)]).sync()
             try importJunk(EventLog.quarantineCapacity, into: victim)
@@ -144,7 +115,7 @@ struct WantedEventBoundsTests {
             let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
             let lost = EventIdentity(writer: .random(), counter: 7)
             try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
-            let peer = Wrapper(base: StoreTransport(store: honest))
+            let peer = LossyRelayTransport(base: StoreTransport(store: honest))
             peer.failsAsking.withLock { $0 = true }
             try victim.set("pushed despite it", for: .groupTheme)
             _ = try? await Replicator(store: victim, peers: [Peer(name: "honest", transport: peer)]).sync()
@@ -161,7 +132,7 @@ struct WantedEventBoundsTests {
             let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
             let lost = EventIdentity(writer: .random(), counter: 7)
             try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
-            let old = Wrapper(base: StoreTransport(store: honest))
+            let old = LossyRelayTransport(base: StoreTransport(store: honest))
             old.cannotAsk.withLock { $0 = true }
             for _ in 0..<Int(WantedEvents.maxAsks) { try await Replicator(store: victim, peers: [Peer(name: "old server", transport: old)]).sync() }
             #expect(try victim.eventLog.wantedEventCount() == 1, "\(WantedEvents.maxAsks) syncs with a server that cannot answer forgot the lost identity")

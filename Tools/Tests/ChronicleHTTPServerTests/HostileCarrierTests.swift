@@ -56,6 +56,26 @@ struct HostileCarrierTests {
         }
     }
 
+    /// `count` pushes of junk: each carries a batch's worth of passphrase key records at
+    /// MODERATE cost (long enough per derivation to see what waits for them) and a forged copy
+    /// of `model` naming each, so a member derives every record.
+    static func junkKeyPushes(_ count: Int, like model: Event) -> [Data] {
+        (0..<count).map { _ in
+            let keys = (0..<Keyring.derivationsPerBatch).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: KeyDerivationCost.moderate.limits, created: 0,
+                    nonce: randomBytes(24), sealedKey: randomBytes(48))
+            }
+            let events = keys.map { key in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = key.id
+                return event
+            }
+            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+        }
+    }
+
     /// Pushes that make the served member derive keys (junk records that forged events name, at a
     /// real Argon2id cost) run on a thread of their own: more of them than NIO's blocking pool has
     /// threads do not hold up `GET /v1/info`, which answers while the first push still derives.
@@ -68,23 +88,9 @@ struct HostileCarrierTests {
         let model = try #require(try EventRange(decoding: Array(try served.exportRange(after: 0))).events.first)
         // MODERATE: long enough per derivation that the answer to info, slowed by a busy machine,
         // still comes well inside one push's four.
-        let costly = KeyDerivationCost.moderate.limits
         let perPush = Keyring.derivationsPerBatch
         let pushes = NIOSingletons.blockingPoolThreadCountSuggestion + 1
-        let bodies = (0..<pushes).map { _ in
-            let keys = (0..<perPush).map { _ in
-                WrappedKey(
-                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: costly, created: 0,
-                    nonce: randomBytes(24), sealedKey: randomBytes(48))
-            }
-            let events = keys.map { key in
-                var event = model
-                event.origin = ReplicaID.random()
-                event.authenticator?.keyID = key.id
-                return event
-            }
-            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
-        }
+        let bodies = Self.junkKeyPushes(pushes, like: model)
         let keyring = try served.crypto.get()
         let before = keyring.state.withLock { $0.derivations }
         try await withServer(served, token: "the token") { url in
@@ -120,20 +126,7 @@ struct HostileCarrierTests {
         _ = try served.importRange(try member.exportRange(after: 0))  // the server holds the member's key
         let model = try #require(try EventRange(decoding: Array(try member.exportRange(after: 0))).events.first)
         let perPush = Keyring.derivationsPerBatch
-        let bodies = (0..<2).map { _ in
-            let keys = (0..<perPush).map { _ in
-                WrappedKey(
-                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: KeyDerivationCost.moderate.limits, created: 0,
-                    nonce: randomBytes(24), sealedKey: randomBytes(48))
-            }
-            let events = keys.map { key in
-                var event = model
-                event.origin = ReplicaID.random()
-                event.authenticator?.keyID = key.id
-                return event
-            }
-            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
-        }
+        let bodies = Self.junkKeyPushes(2, like: model)
         let keyring = try served.crypto.get()
         let before = keyring.state.withLock { $0.derivations }
         try await withServer(served, token: "the token") { url in
