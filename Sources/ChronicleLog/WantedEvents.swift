@@ -9,8 +9,10 @@ package import ChronicleLMDB
 ///
 /// `meta` `want/` ‖ key id ‖ writer ‖ u64 counter → u64 Unix ms it was lost ‖ u8 times asked.
 /// At most ``capacity``; past it, the entries lost longest ago are forgotten (a tenth at once),
-/// and with them every pull checkpoint: the next sync with each peer pulls from the start, so
-/// what a flood pushed out of the list arrives again (identities make that safe). An entry is
+/// and with them every pull checkpoint, at most once a day (`meta` `want.rewound`: u64 Unix ms
+/// of the last time): the next sync with each peer pulls from the start, so what a flood pushed
+/// out of the list arrives again (identities make that safe), and a flood costs a member at
+/// most one pull of everything a day. An entry is
 /// forgotten once the log holds its identity, or after ``maxAsks`` answers from peers that did
 /// not bring it.
 package enum WantedEvents {
@@ -40,8 +42,16 @@ package enum WantedEvents {
         for entry in entries.sorted(by: { $0.lost < $1.lost }).prefix(entries.count - capacity + capacity / 10) {
             try txn.delete(dbs.meta, key: entry.key)
         }
+        let rewound = try txn.get(dbs.meta, key: rewoundKey).flatMap { UInt64(bigEndianBytes: $0) } ?? 0
+        guard now >= rewound &+ rewindInterval || now < rewound else { return }
         try forgetPullCheckpoints(txn, dbs)
+        try txn.put(dbs.meta, key: rewoundKey, value: now.bigEndianBytes)
     }
+
+    /// When a flood last made this member pull every peer from the start.
+    static let rewoundKey = Array("want.rewound".utf8)
+    /// The least time between two such pulls (a day, in ms).
+    static let rewindInterval: UInt64 = 86_400_000
 
     /// Deletes every pull checkpoint (`peers` keys whose direction byte is 1, docs/FORMAT.md 7.5).
     static func forgetPullCheckpoints(_ txn: borrowing Transaction, _ dbs: Databases) throws {
