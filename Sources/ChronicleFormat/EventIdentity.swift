@@ -1,8 +1,8 @@
 /// An event's identity: the writer that made it and that writer's counter.
 ///
 /// A member asks a peer for events by identity when it lost one it had received (its
-/// quarantine evicted it while it waited for its key): see ``EventIdentity/encodeRequest(_:)``
-/// and docs/FORMAT.md, section 7.6.
+/// quarantine evicted it while it waited for its key): see `SyncTransport.pullEvents(_:)` and
+/// docs/FORMAT.md, section 7.6.
 public struct EventIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The writer id (the event's origin).
     public var writer: ReplicaID
