@@ -67,6 +67,33 @@ extension HubTests {
         }
     }
 
+    /// Without a token, idle request heads from many source addresses take at most the slots a
+    /// node keeps for strangers: a device of a tenant is served. (Sixteen addresses took every
+    /// slot of a node, and a device waited out its timeout.)
+    @Test func idleRequestHeadsFromManyAddressesDoNotLockOutADevice() async throws {
+        try await withHub(nodes: 1, configure: { node in
+            node.maxConnections = 32
+            node.maxConnectionsPerAddress = 2
+        }) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "phone")
+            let port = try #require(hub.urls[0].port)
+            var idle: [RawSocket] = []
+            defer { for socket in idle { socket.close() } }
+            for address in 1...16 {
+                for _ in 0..<2 {
+                    let socket = try RawSocket(port: port, from: "127.0.4.\(address)")
+                    socket.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n")
+                    idle.append(socket)
+                }
+            }
+            // Let the node take them, past the grace a client's single new connection has (not an assertion).
+            try await Task.sleep(for: .milliseconds(1_500))
+            let info = try await rawRequest(hub.urls[0].appendingPathComponent("v1/info"), token: token)
+            #expect(info.status == 200, "a device waited behind strangers' half-sent request heads")
+        }
+    }
+
     @Test func newTenantsGetQuotasByDefault() async throws {
         let url = try #require(testDatabase)
         try await withHub(nodes: 1) { hub in
