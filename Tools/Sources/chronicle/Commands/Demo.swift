@@ -23,9 +23,9 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "A short tour on the embedded default store (or --store DIR).",
             discussion: """
-                Writes settings and a secret, shows their history, replicates to a second store, replays the
-                log to a point in time, verifies, and says what it did. Run it twice: the store remembers.
-                The secret is sealed with the default key file (created 0600 under $XDG_CONFIG_HOME/chronicle/)
+                Writes settings and a secret, shows their history, replicates to a second store, replays the \
+                log to a point in time, verifies, and says what it did. Run it twice: the store remembers. \
+                The secret is sealed with the default key file (created 0600 under $XDG_CONFIG_HOME/chronicle/) \
                 unless --passphrase-file or --key-file is given.
                 """)
 

@@ -7,9 +7,9 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write the syncable events with sequence in [--from, --to] to a range file.",
             discussion: """
-                The file is the versioned binary range format replication uses; sealed values stay sealed,
-                .never events are left out. Any number of events fits: a span larger than one range is
-                written as a range stream, one range at a time. Import it on another replica with
+                The file is the versioned binary range format replication uses; sealed values stay sealed, \
+                .never events are left out. Any number of events fits: a span larger than one range is \
+                written as a range stream, one range at a time. Import it on another replica with \
                 `chronicle import`.
 
                 Example: chronicle export --store ./store --from 1 --to 500 ./changes.range

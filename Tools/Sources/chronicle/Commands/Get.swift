@@ -6,8 +6,8 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the current value of a key (JSON where the value is structured).",
             discussion: """
-                Exits with status 1 when the key has no value (2 on errors). A secret is printed only with
-                --secret, and needs the store's key (--passphrase-file, --key-file or CHRONICLE_PASSPHRASE;
+                Exits with status 1 when the key has no value (2 on errors). A secret is printed only with \
+                --secret, and needs the store's key (--passphrase-file, --key-file or CHRONICLE_PASSPHRASE; \
                 a store without a key source uses the default key file).
 
                 Examples:

@@ -13,8 +13,8 @@ extension ChronicleCommand.Hub {
         static let configuration = CommandConfiguration(
             abstract: "Create or upgrade the hub's tables.",
             discussion: """
-                Applies the schema versions the database has not recorded, in order, each once, and records
-                when (table schema_migrations); concurrent runs wait for each other. --status lists every
+                Applies the schema versions the database has not recorded, in order, each once, and records \
+                when (table schema_migrations); concurrent runs wait for each other. --status lists every \
                 version with when it was applied, or pending.
                 """)
         @OptionGroup var database: DatabaseOptions

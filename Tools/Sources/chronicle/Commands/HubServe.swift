@@ -13,13 +13,13 @@ extension ChronicleCommand.Hub {
         static let configuration = CommandConfiguration(
             abstract: "Serve every tenant over HTTP (stateless: run several behind a load balancer).",
             discussion: """
-                SIGINT/SIGTERM stop it gracefully. /healthz and /metrics need no token, so they are served
-                on an address of their own (--metrics-host, --metrics-port), loopback by default, never
+                SIGINT/SIGTERM stop it gracefully. /healthz and /metrics need no token, so they are served \
+                on an address of their own (--metrics-host, --metrics-port), loopback by default, never \
                 on the public port.
-                A configuration file (--config) holds any of the options below as JSON, in snake case:
-                  {"database_file": "database", "host": "0.0.0.0", "tls_cert": "cert.pem", "tls_key": "key.pem",
-                   "max_connections": 10000, "log_format": "json"}
-                Relative paths in it are relative to the file; "metrics": false is --no-metrics.
+
+                A configuration file (--config) holds any of the options below as JSON, in snake case. \
+                Relative paths in it are relative to the file; "metrics": false is --no-metrics. For example:
+                  {"database_file": "database", "host": "0.0.0.0", "max_connections": 10000}
                 """)
         @OptionGroup var database: DatabaseOptions
         @Option(help: ArgumentHelp(

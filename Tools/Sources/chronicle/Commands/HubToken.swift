@@ -16,7 +16,7 @@ extension ChronicleCommand.Hub {
             static let configuration = CommandConfiguration(
                 abstract: "Issue a device's token: shown once, stored only as its hash.",
                 discussion: """
-                    Issuing again replaces the device's previous token. With --output the token goes to a new
+                    Issuing again replaces the device's previous token. With --output the token goes to a new \
                     file of mode 0600 (what `chronicle sync --token-file` accepts), else to standard output.
                     """)
             @OptionGroup var database: DatabaseOptions

@@ -7,8 +7,8 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Apply a range file written by `chronicle export` (or a sync mailbox).",
             discussion: """
-                Each range is checked whole before anything of it is applied; events this replica has are
-                skipped. A range stream (a large export) is read and applied one range at a time, so an
+                Each range is checked whole before anything of it is applied; events this replica has are \
+                skipped. A range stream (a large export) is read and applied one range at a time, so an \
                 interrupted import keeps what it applied and a second run skips it.
 
                 Example: chronicle import --store ./other ./changes.range

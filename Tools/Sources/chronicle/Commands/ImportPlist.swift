@@ -8,9 +8,9 @@ extension ChronicleCommand {
             commandName: "import-plist",
             abstract: "Import the values of a property list (a UserDefaults domain, `defaults export`).",
             discussion: """
-                One set event per top-level key, in one transaction. Only keys the store has never held
-                are filled, stamped earlier than any change: an import never overwrites what the user
-                set, here or on another device, and a second run adds nothing. Typed keys of the
+                One set event per top-level key, in one transaction. Only keys the store has never held \
+                are filled, stamped earlier than any change: an import never overwrites what the user \
+                set, here or on another device, and a second run adds nothing. Typed keys of the \
                 matching type read them at once. Imported keys stay on this device unless --sync says otherwise.
                 Examples:
                   chronicle import-plist ~/.config/com.example.app.plist --store ./store

@@ -8,9 +8,11 @@ extension ChronicleCommand {
             commandName: "keys",
             abstract: "The audit catalog: every key with domain, policy, size, revisions, last writer and sealing.",
             discussion: """
-                With --json, one object per key: key, domain, policy, size, revisions, lastWriter (the replica id
+                With --json, one object per key: key, domain, policy, size, revisions, lastWriter (the replica id \
                 of the device whose change is current), lastChanged, sealed, removed.
-                Example: chronicle keys --store ./store --json
+
+                Example:
+                  chronicle keys --store ./store --json
                 """)
 
         @OptionGroup var options: StoreOptions

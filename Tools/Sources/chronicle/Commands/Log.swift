@@ -7,11 +7,11 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the events of the log, oldest first.",
             discussion: """
-                Prints as it reads, a page of records at a time, so the first line comes at once and
-                memory stays flat on a log of any size; --key reads the key's history index instead of
-                the whole log. It does not check the hash chain: `chronicle verify` does.
-                A sealed value is never printed. With --json, one JSON object per line (JSON Lines) with
-                sequence, origin (the device: its replica id), writer and counter (the event's identity),
+                Prints as it reads, a page of records at a time, so the first line comes at once and \
+                memory stays flat on a log of any size; --key reads the key's history index instead of \
+                the whole log. It does not check the hash chain: `chronicle verify` does. \
+                A sealed value is never printed. With --json, one JSON object per line (JSON Lines) with \
+                sequence, origin (the device: its replica id), writer and counter (the event's identity), \
                 timestamp, hlc, domain, key, op, policy, sealed, size and, for unsealed sets, value.
 
                 Examples:

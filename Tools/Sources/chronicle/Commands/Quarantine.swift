@@ -7,12 +7,14 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "List, or drop, what peers sent that this replica set aside.",
             discussion: """
-                Events and wrapped keys that failed authentication or validation are kept aside with their
+                Events and wrapped keys that failed authentication or validation are kept aside with their \
                 reason and source: never applied, never relayed. A sealed value is never shown.
-                Examples: chronicle quarantine --store ./store
-                          chronicle quarantine --store ./store --json
-                          chronicle quarantine --store ./store --drop 1234 --drop 5678
-                          chronicle quarantine --store ./store --drop-all
+
+                Examples:
+                  chronicle quarantine --store ./store
+                  chronicle quarantine --store ./store --json
+                  chronicle quarantine --store ./store --drop 1234 --drop 5678
+                  chronicle quarantine --store ./store --drop-all
                 """)
 
         @OptionGroup var options: StoreOptions

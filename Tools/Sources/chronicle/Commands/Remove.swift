@@ -6,7 +6,7 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             commandName: "rm", abstract: "Remove a key (appends a tombstone).",
             discussion: """
-                Exits with status 1 and writes nothing when the key has no value in this store (never
+                Exits with status 1 and writes nothing when the key has no value in this store (never \
                 set, or removed already): sync first to remove a value another device set.
 
                 Example: chronicle rm editor.draft --store ./store

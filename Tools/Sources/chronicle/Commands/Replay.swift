@@ -7,9 +7,9 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Rebuild the views from the log, or write a point-in-time copy.",
             discussion: """
-                Without --into, drops the views and rebuilds them from the log in one transaction: on a
-                corrupt record nothing changes and the sequence is named.
-                With --into DIR, writes a new store holding the log up to and including --until (a
+                Without --into, drops the views and rebuilds them from the log in one transaction: on a \
+                corrupt record nothing changes and the sequence is named. \
+                With --into DIR, writes a new store holding the log up to and including --until (a \
                 sequence, or an ISO 8601 date: events stamped at or before it) and its views.
 
                 Examples:

@@ -19,8 +19,9 @@ extension ChronicleCommand {
                 the group's key (it then verifies what it keeps).
 
                 Examples:
-                  chronicle serve --store ./store --host 127.0.0.1 --port 7070 --token-file ~/.config/chronicle/token
-                  chronicle serve --store ./store --port 7443 --token-file token.txt --tls-cert cert.pem --tls-key key.pem
+                  chronicle serve --store ./store --port 7070 --token-file token
+                  chronicle serve --store ./store --port 7443 --token-file token \\
+                    --tls-cert cert.pem --tls-key key.pem
                 """)
 
         @OptionGroup var options: StoreOptions

@@ -10,7 +10,8 @@ extension ChronicleCommand {
             discussion: """
                 Resumes from per-peer checkpoints; an interrupted sync loses nothing and the next one continues.
 
-                Example: chronicle sync --store ./store --peer https://sync.example.com:7443 --token-file ~/.config/chronicle/token
+                Example:
+                  chronicle sync --store ./store --peer https://sync.example.com:7443 --token-file token
                 """)
 
         @OptionGroup var options: StoreOptions

@@ -6,8 +6,8 @@ extension ChronicleCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check that every record decodes, the hash chain holds and the views equal a replay.",
             discussion: """
-                Exits with status 1 and names the first bad sequence when the store is not sound, and
-                with status 2 when it cannot check: a keyed store (created with a key source) needs its
+                Exits with status 1 and names the first bad sequence when the store is not sound, and \
+                with status 2 when it cannot check: a keyed store (created with a key source) needs its \
                 key (--passphrase-file, --key-file or CHRONICLE_PASSPHRASE) to check the chain.
 
                 Example: chronicle verify --store ./store
