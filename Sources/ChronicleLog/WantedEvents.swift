@@ -9,10 +9,11 @@ package import ChronicleLMDB
 ///
 /// `meta` `want/` ‖ key id ‖ writer ‖ u64 counter → u64 Unix ms it was lost ‖ u8 times asked.
 /// At most ``capacity``; past it, the entries lost longest ago are forgotten (a tenth at once),
-/// and with them every pull checkpoint, at most once a day (`meta` `want.rewound`: u64 Unix ms
-/// of the last time): the next sync with each peer pulls from the start, so what a flood pushed
-/// out of the list arrives again (identities make that safe), and a flood costs a member at
-/// most one pull of everything a day. An entry is
+/// and at most once a day (`meta` `want.rewound`: u64 Unix ms of the last time) the member marks
+/// its pull checkpoints for deletion (`want.rewind`): its next sync deletes them before it
+/// reads any, and pulls each peer from the start, so what a flood pushed out of the list arrives
+/// again (identities make that safe). The sync in progress keeps its own place: the mark waits
+/// for the next. A flood costs a member at most one pull of everything a day. An entry is
 /// forgotten once the log holds its identity, or after ``maxAsks`` answers from peers that did
 /// not bring it.
 package enum WantedEvents {
@@ -44,12 +45,14 @@ package enum WantedEvents {
         }
         let rewound = try txn.get(dbs.meta, key: rewoundKey).flatMap { UInt64(bigEndianBytes: $0) } ?? 0
         guard now >= rewound &+ rewindInterval || now < rewound else { return }
-        try forgetPullCheckpoints(txn, dbs)
+        try txn.put(dbs.meta, key: rewindKey, value: [1])
         try txn.put(dbs.meta, key: rewoundKey, value: now.bigEndianBytes)
     }
 
     /// When a flood last made this member pull every peer from the start.
     static let rewoundKey = Array("want.rewound".utf8)
+    /// Present while the next sync is to delete every pull checkpoint first.
+    static let rewindKey = Array("want.rewind".utf8)
     /// The least time between two such pulls (a day, in ms).
     static let rewindInterval: UInt64 = 86_400_000
 
@@ -139,6 +142,19 @@ package enum WantedEvents {
 }
 
 extension EventLog {
+    /// Deletes every pull checkpoint when a flood of lost events marked them (``WantedEvents``):
+    /// a sync calls it before it reads its checkpoint. Returns whether it did.
+    @discardableResult
+    package func rewindPullsIfMarked() throws -> Bool {
+        guard try environment.read({ txn in try txn.get(dbs.meta, key: WantedEvents.rewindKey) != nil }) else { return false }
+        return try environment.write { txn in
+            guard try txn.get(dbs.meta, key: WantedEvents.rewindKey) != nil else { return false }
+            try WantedEvents.forgetPullCheckpoints(txn, dbs)
+            try txn.delete(dbs.meta, key: WantedEvents.rewindKey)
+            return true
+        }
+    }
+
     /// Up to `limit` identities of lost events whose key this log now holds, to ask peers for.
     package func dueWantedEvents(limit: Int = EventIdentity.maxPerRequest) throws -> [EventIdentity] {
         let empty = try environment.read { txn in

@@ -25,8 +25,8 @@ struct WantedEventBoundsTests {
         }
     }
 
-    func importJunk(_ count: Int, into victim: Store) throws {
-        let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator != nil })
+    func importJunk(_ count: Int, into victim: Store, like source: Store? = nil) throws {
+        let model = try #require(try EventRange(decoding: Array(try (source ?? victim).exportRange(after: 0))).events.first { $0.authenticator != nil })
         var left = count
         while left > 0 {
             let batch = junkWaitingEvents(min(left, 8_192), like: model)
@@ -57,6 +57,37 @@ struct WantedEventBoundsTests {
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(try victim.value(for: .groupToken) == "also from the newcomer")
             #expect(victim[.groupTheme] == "from the newcomer", "the genuine event was dropped from want/ by junk and is lost for good")
+        }
+    }
+
+    /// The same flood through the peer the genuine event came from (a relay, or the hub, that
+    /// holds the carrier's junk after it): the overflow happens in the middle of a pull, whose
+    /// own checkpoint would move past the genuine event again in the same transaction. The
+    /// member marks its pull checkpoints instead, and its next sync pulls that peer from the
+    /// start.
+    @Test func aFloodThroughThePeerItselfDoesNotLoseAGenuineEvent() async throws {
+        try await withGroup { victim, _, spare in
+            let relayDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: relayDirectory) }
+            var relayConfiguration = Store.Configuration()
+            relayConfiguration.travelKeyCost = .minimumForTesting
+            relayConfiguration.retention = .forever  // a relay keeps what it relays (`chronicle serve`'s default)
+            let relayStore = try Store(directory: relayDirectory, configuration: relayConfiguration)
+            let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
+            try newcomer.set("from the newcomer", for: .groupTheme)
+            try await Replicator(store: newcomer, peers: [.store(relayStore)]).sync()
+            try importJunk(EventLog.quarantineCapacity + WantedEvents.capacity + 2_000, into: relayStore, like: victim)
+            let relay = LossyRelayTransport(base: StoreTransport(store: relayStore))
+            relay.strips.withLock { $0 = true }
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            #expect(victim[.groupTheme] != "from the newcomer")
+            // The key reaches the relay with the newcomer's next write; the next sync starts over.
+            relay.strips.withLock { $0 = false }
+            try newcomer.set("also from the newcomer", for: .groupToken)
+            try await Replicator(store: newcomer, peers: [.store(relayStore)]).sync()
+            try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
+            #expect(try victim.value(for: .groupToken) == "also from the newcomer")
+            #expect(victim[.groupTheme] == "from the newcomer", "a flood through the peer itself lost the genuine event for good")
         }
     }
 

@@ -118,7 +118,10 @@ public actor Replicator {
 
         // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
-        let checkpoint = try await BlockingWork.run { try eventLog.checkpoint(pullKey) }
+        let checkpoint = try await BlockingWork.run { () throws -> CheckpointValue in
+            try eventLog.rewindPullsIfMarked()  // a flood pushed lost events out of want/: pull everything again
+            return try eventLog.checkpoint(pullKey)
+        }
         // Bounded, whatever the peer answers: a pull ends at the head the peer named before it
         // began (later changes wait for the next sync), starts over at most a few times, and
         // runs at most `maxPullBatches` batches.
