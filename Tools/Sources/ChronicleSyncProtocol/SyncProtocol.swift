@@ -69,7 +69,7 @@ package struct SyncContext<Caller: Sendable>: RequestContext {
     package var coreContext: CoreRequestContextStorage
     /// Set by the token check before any route runs.
     package var caller: Caller?
-    /// The connection the request came on (``ConnectionGuard/authenticated(_:)``).
+    /// The connection the request came on (``ConnectionGuard/authenticated(_:owner:)``).
     package let connection: ObjectIdentifier
     /// Who the connection counts against (``ConnectionGuard/client(_:)``).
     package let client: String
