@@ -111,13 +111,19 @@ extension EventLog {
             }
             for id in opaqueKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) }
             // Each key as it travels, and any alternate records this store relays under its id.
-            let keys = try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
+            let keys = try travelingKeyRecords(keyIDs, txn)
             var range = EventRange(
                 source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
                 afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
             range.opaqueKeys = try keyIDs.flatMap { id in try keyRecords.newerKindKeys(id, txn) }
             return range
         }
+    }
+
+    /// The key records a range carries for `keyIDs`: each key as it travels, and any alternate
+    /// records this store relays under its id.
+    func travelingKeyRecords(_ keyIDs: [KeyID], _ txn: borrowing Transaction) throws -> [WrappedKey] {
+        try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
     }
 
     /// Of the events a range covers (in log order), those worth sending. With the automatic filter,

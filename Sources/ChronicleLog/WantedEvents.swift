@@ -227,7 +227,7 @@ extension EventLog {
             }
             var keyIDs: [KeyID] = []
             for event in events { for id in event.namedKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) } }
-            let keys = try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
+            let keys = try travelingKeyRecords(keyIDs, txn)
             let chain = try chainHash(at: head.sequence, txn)
             return EventRange(
                 source: replica, epoch: try Self.epoch(txn, dbs), after: head.sequence, upTo: head.sequence, head: head.sequence,

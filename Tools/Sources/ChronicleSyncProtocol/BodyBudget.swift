@@ -1,0 +1,194 @@
+import Hummingbird
+package import HummingbirdCore
+package import NIOCore
+import Synchronization
+
+/// The least rate at which a request body must keep arriving: at least `bytes` in every
+/// `per`. A body that trickles (a byte now and then keeps a connection from being idle) is cut
+/// off with 408, and what it held is released.
+public struct MinimumBodyRate: Sendable {
+    /// The bytes that must arrive in every window.
+    public var bytes: Int
+    /// The window.
+    public var per: Duration
+
+    /// At least `bytes` in every `per`.
+    public init(bytes: Int, per: Duration) {
+        self.bytes = bytes
+        self.per = per
+    }
+
+    /// 16 KiB every 10 s: a 16 MiB push on the slowest link still arrives within ~17 minutes.
+    public static let standard = MinimumBodyRate(bytes: 16 << 10, per: .seconds(10))
+}
+
+/// The bytes of request bodies a server holds at once, across every connection, and what one
+/// owner (a hub's tenant, a client address of `chronicle serve`) may hold of them. A push
+/// reserves what it has sent as it arrives, and keeps it until its handler returns. A push that
+/// finds the budget full cuts off the slowest body still arriving from another owner (408),
+/// and waits a moment for the room; one that would pass its owner's share, or finds no body to
+/// cut, is refused with 503 and `Retry-After`. A slow sender holds only what it sent, a stalled
+/// one is cut off (``MinimumBodyRate``), and bodies that trickle just above the minimum hold the
+/// budget only until a push needs it. Decoding and importing a range takes several times its
+/// size, so this bounds the memory pushes in flight can take.
+package final class BodyBudget: Sendable {
+    package let capacity: Int
+    /// The most one owner holds at once.
+    package let share: Int
+    package let minimumRate: MinimumBodyRate
+
+    /// One body's hold on the budget.
+    private final class Reservation: Sendable {
+        let owner: String
+        let started = ContinuousClock.now
+        /// Bytes reserved, whether the body has arrived whole, and whether a faster push cut it off.
+        let state = Mutex<(bytes: Int, complete: Bool, evicted: Bool)>((0, false, false))
+
+        init(owner: String) { self.owner = owner }
+    }
+
+    private struct Use {
+        var total = 0
+        var byOwner: [String: Int] = [:]
+        var active: [ObjectIdentifier: Reservation] = [:]
+    }
+
+    private let used = Mutex(Use())
+
+    package init(capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard) {
+        self.capacity = capacity
+        self.share = min(capacity, share ?? capacity)
+        self.minimumRate = minimumRate
+    }
+
+    /// Reads `request`'s body (at most `limit` bytes: 413 past it, declared or streamed),
+    /// reserving it against the budget and `owner`'s share as it arrives, and runs `handle`
+    /// with it; the reservation ends when `handle` returns.
+    /// - Throws: `HTTPError` 413 for a body over `limit`, 503 when the budget or the owner's
+    ///   share cannot hold it now, 408 when it arrives slower than ``minimumRate`` or a push that
+    ///   needed the room cut it off.
+    package func withBody<R>(of request: Request, limit: Int, owner: String, _ handle: (ByteBuffer) async throws -> R) async throws -> R {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw HTTPError(.contentTooLarge, message: "a body of \(length) bytes is over the limit of \(limit)")
+        }
+        let reservation = Reservation(owner: owner)
+        used.withLock { $0.active[ObjectIdentifier(reservation)] = reservation }
+        defer { release(reservation) }
+        let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await self.read(request, limit: limit, reservation: reservation) }
+            group.addTask { try await self.watch(reservation); return nil }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw HTTPError(.requestTimeout, headers: Self.closing, message: "the body stopped arriving")
+        }
+        return try await handle(body)
+    }
+
+    /// A 408 closes the connection: the rest of a trickled body is never read.
+    private static let closing: HTTPFields = [.connection: "close"]
+
+    private func read(_ request: Request, limit: Int, reservation: Reservation) async throws -> ByteBuffer {
+        var buffer = ByteBuffer()
+        for try await chunk in request.body {
+            guard buffer.readableBytes + chunk.readableBytes <= limit else {
+                throw HTTPError(.contentTooLarge, message: "a body over the limit of \(limit) bytes")
+            }
+            try await reserve(chunk.readableBytes, reservation)
+            buffer.writeImmutableBuffer(chunk)
+        }
+        reservation.state.withLock { $0.complete = true }
+        return buffer
+    }
+
+    /// Returns never; throws 408 once a window of ``minimumRate`` passes with less than its
+    /// bytes, or once a push that needed the room cut this body off.
+    private func watch(_ reservation: Reservation) async throws {
+        var mark = 0
+        var windowStart = ContinuousClock.now
+        while true {
+            try await Task.sleep(for: .milliseconds(100))
+            let (bytes, evicted) = reservation.state.withLock { ($0.bytes, $0.evicted) }
+            if evicted {
+                throw HTTPError(.requestTimeout, headers: Self.closing, message: "the body arrived too slowly while the server needed the room; retry")
+            }
+            guard ContinuousClock.now - windowStart >= minimumRate.per else { continue }
+            guard bytes - mark >= minimumRate.bytes else {
+                throw HTTPError(
+                    .requestTimeout, headers: Self.closing, message: "the body arrived slower than \(minimumRate.bytes) bytes every \(minimumRate.per)")
+            }
+            (mark, windowStart) = (bytes, ContinuousClock.now)
+        }
+    }
+
+    /// Reserves `bytes` more for `reservation`, cutting off the slowest body of another owner
+    /// when the budget is full and waiting up to two seconds for its room; 503 otherwise.
+    private func reserve(_ bytes: Int, _ reservation: Reservation) async throws {
+        for attempt in 0..<40 {
+            switch tryReserve(bytes, reservation) {
+            case .reserved: return
+            case .overShare: break
+            case .full:
+                if attempt < 39 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    continue
+                }
+            }
+            var headers = HTTPFields()
+            headers[.retryAfter] = "1"
+            throw HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
+        }
+    }
+
+    private enum Reserved { case reserved, overShare, full }
+
+    private func tryReserve(_ bytes: Int, _ reservation: Reservation) -> Reserved {
+        let owner = reservation.owner
+        var victim: Reservation?
+        let outcome = used.withLock { used -> Reserved in
+            let held = used.byOwner[owner] ?? 0
+            guard held + bytes <= share else { return .overShare }
+            guard used.total + bytes > capacity else {
+                used.total += bytes
+                used.byOwner[owner] = held + bytes
+                reservation.state.withLock { $0.bytes += bytes }
+                return .reserved
+            }
+            // Full: cut off the slowest body of another owner still arriving, unless one is already
+            // on its way out (its room comes back when its handler returns).
+            let now = ContinuousClock.now
+            let others = used.active.values.filter { $0.owner != owner }
+            let states = others.map { ($0, $0.state.withLock { $0 }) }
+            guard !states.contains(where: { $0.1.evicted }) else { return .full }
+            victim = states.filter { !$0.1.complete && $0.1.bytes > 0 && now - $0.0.started >= minimumRate.per }
+                .min { a, b in
+                    Double(a.1.bytes) / (now - a.0.started).seconds < Double(b.1.bytes) / (now - b.0.started).seconds
+                }?.0
+            return .full
+        }
+        victim?.state.withLock { $0.evicted = true }
+        return outcome
+    }
+
+    private func release(_ reservation: Reservation) {
+        used.withLock { used in
+            used.active[ObjectIdentifier(reservation)] = nil
+            let bytes = reservation.state.withLock { $0.bytes }
+            guard bytes > 0 else { return }
+            used.total -= bytes
+            let held = (used.byOwner[reservation.owner] ?? bytes) - bytes
+            used.byOwner[reservation.owner] = held > 0 ? held : nil
+        }
+    }
+
+    /// Bytes reserved now (for tests).
+    package var reserved: Int { used.withLock { $0.total } }
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
