@@ -329,8 +329,15 @@ final class AppendQueue: Sendable {
         var continuation: CheckedContinuation<Turn, Never>
     }
 
-    /// Per tenant with a push in its turn: the pushes waiting behind it.
-    private let state = Mutex<[Int64: [Waiting]]>([:])
+    /// A tenant's turn on this node: the pushes waiting behind it, and how many pushes the
+    /// turn holds (the one whose turn it is and those it took to commit with its own).
+    private struct TenantTurn {
+        var waiting: [Waiting] = []
+        var inTurn = 1
+    }
+
+    /// Per tenant with a push in its turn.
+    private let state = Mutex<[Int64: TenantTurn]>([:])
 
     /// Waits for `push`'s turn (at once when its tenant has none in progress on this node), or
     /// for the result another push's turn gave it.
@@ -338,10 +345,10 @@ final class AppendQueue: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             let lead = state.withLock { state -> Bool in
                 guard state[push.device.tenant] != nil else {
-                    state[push.device.tenant] = []
+                    state[push.device.tenant] = TenantTurn()
                     return true
                 }
-                state[push.device.tenant]?.append(Waiting(push: push, continuation: continuation))
+                state[push.device.tenant]?.waiting.append(Waiting(push: push, continuation: continuation))
                 return false
             }
             if lead { continuation.resume(returning: .lead) }
@@ -352,16 +359,17 @@ final class AppendQueue: Sendable {
     /// `budget` body bytes, for the push in its turn to commit with its own.
     func take(_ tenant: Int64, budget: Int, count: Int) -> [Waiting] {
         state.withLock { state in
-            guard var waiting = state[tenant] else { return [] }
+            guard var turn = state[tenant] else { return [] }
             var taken = 0
             var bytes = 0
-            while taken < min(count, waiting.count), bytes + waiting[taken].push.body.count <= budget {
-                bytes += waiting[taken].push.body.count
+            while taken < min(count, turn.waiting.count), bytes + turn.waiting[taken].push.body.count <= budget {
+                bytes += turn.waiting[taken].push.body.count
                 taken += 1
             }
-            let batch = Array(waiting.prefix(taken))
-            waiting.removeFirst(taken)
-            state[tenant] = waiting
+            let batch = Array(turn.waiting.prefix(taken))
+            turn.waiting.removeFirst(taken)
+            turn.inTurn += taken
+            state[tenant] = turn
             return batch
         }
     }
@@ -369,20 +377,21 @@ final class AppendQueue: Sendable {
     /// Ends the turn on `tenant`: the oldest waiting push takes it, or the tenant has none.
     func finish(_ tenant: Int64) {
         let next = state.withLock { state -> Waiting? in
-            guard var waiting = state[tenant], !waiting.isEmpty else {
+            guard var turn = state[tenant], !turn.waiting.isEmpty else {
                 state[tenant] = nil
                 return nil
             }
-            let first = waiting.removeFirst()
-            state[tenant] = waiting
+            let first = turn.waiting.removeFirst()
+            turn.inTurn = 1
+            state[tenant] = turn
             return first
         }
         next?.continuation.resume(returning: .lead)
     }
 
-    /// How many appends of `tenant` wait on this node.
-    func waiting(_ tenant: Int64) -> Int {
-        state.withLock { $0[tenant]?.count ?? 0 }
+    /// How many appends of `tenant` this node holds: in a turn, or waiting for one.
+    func held(_ tenant: Int64) -> Int {
+        state.withLock { state in state[tenant].map { $0.inTurn + $0.waiting.count } ?? 0 }
     }
 }
 
