@@ -8,20 +8,6 @@ import Musl
 import Darwin
 #endif
 
-/// How a commit reaches the disk.
-package enum SyncMode: Sendable, Hashable {
-    /// `fsync` on every commit: a committed transaction survives a power loss.
-    case durable
-    /// `MDB_NOMETASYNC`: data pages are synced, the meta page is not. A power
-    /// loss can undo the last committed transaction, never corrupt the file.
-    case noMetaSync
-    /// `MDB_NOSYNC`: the operating system writes back when it likes. A crash of
-    /// the process loses nothing; a power loss can lose every commit since the
-    /// last ``Environment/flush()`` and, on file systems that reorder writes,
-    /// damage the file.
-    case noSync
-}
-
 /// Options for opening an ``Environment``.
 package struct EnvironmentOptions: Sendable {
     /// Initial map size in bytes (address space only; the environment grows it when full).
@@ -30,8 +16,13 @@ package struct EnvironmentOptions: Sendable {
     package var maxDatabases: UInt32 = 16
     /// Maximum number of concurrent readers across every process using the environment.
     package var maxReaders: UInt32 = 1022
-    /// How commits reach the disk.
-    package var syncMode: SyncMode = .durable
+    /// `MDB_NOMETASYNC`: data pages are synced at commit, the meta page is not. A power loss
+    /// can undo the last committed transaction, never corrupt the file.
+    package var noMetaSync = false
+    /// `MDB_NOSYNC`: nothing is synced at commit; the operating system writes back when it
+    /// likes. A crash of the process loses nothing; a power loss can lose every commit since
+    /// the last ``Environment/flush()`` and, on file systems that reorder writes, damage the file.
+    package var noSync = false
     /// The permission bits of the data and lock files.
     package var fileMode: UInt32 = 0o600
 
@@ -63,8 +54,8 @@ package final class Environment: @unchecked Sendable {
     private static let maxIdleReaders = 64
     /// The filesystem path of the environment's directory.
     package let path: String
-    /// The sync mode the environment was opened with.
-    package let syncMode: SyncMode
+    /// Whether every commit is synced whole (neither `noMetaSync` nor `noSync` was asked for).
+    package let syncsEveryCommit: Bool
     /// The directory's identity, claimed for this environment in ``OpenFiles``.
     private let file: OpenFiles.Claim
 
@@ -76,7 +67,7 @@ package final class Environment: @unchecked Sendable {
     package init(path: String, options: EnvironmentOptions = .init()) throws {
         let file = try OpenFiles.claim(path)
         do {
-            (env, self.path, syncMode) = try Self.openHandle(path: path, options: options)
+            (env, self.path, syncsEveryCommit) = try Self.openHandle(path: path, options: options)
         } catch {
             OpenFiles.release(file)
             throw error
@@ -86,16 +77,13 @@ package final class Environment: @unchecked Sendable {
         _ = mdb_reader_check(env, &dead)
     }
 
-    private static func openHandle(path: String, options: EnvironmentOptions) throws -> (OpaquePointer, String, SyncMode) {
+    private static func openHandle(path: String, options: EnvironmentOptions) throws -> (OpaquePointer, String, Bool) {
         var handle: OpaquePointer?
         try check(mdb_env_create(&handle))
         guard let handle else { throw LMDBError(code: EINVAL_CODE) }
         var flags = UInt32(MDB_NOTLS)
-        switch options.syncMode {
-        case .durable: break
-        case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
-        case .noSync: flags |= UInt32(MDB_NOSYNC)
-        }
+        if options.noMetaSync { flags |= UInt32(MDB_NOMETASYNC) }
+        if options.noSync { flags |= UInt32(MDB_NOSYNC) }
         do {
             try check(mdb_env_set_maxdbs(handle, MDB_dbi(options.maxDatabases)))
             try check(mdb_env_set_maxreaders(handle, options.maxReaders))
@@ -130,7 +118,7 @@ package final class Environment: @unchecked Sendable {
                     detail: "data.mdb is \(fileStatus.st_size) bytes but its pages reach \(needed) (truncated)")
             }
         }
-        return (handle, path, options.syncMode)
+        return (handle, path, !options.noMetaSync && !options.noSync)
     }
 
     /// Whether every page in `pages` is on the environment's freelist (read as `mdb_stat -f`

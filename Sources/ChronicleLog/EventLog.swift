@@ -33,8 +33,8 @@ package final class EventLog: Sendable {
     /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
     package let chainKeys = ChainKeys()
     package let poller = Mutex<Task<Void, Never>?>(nil)
-    /// Changes of the non-throwing forms, visible here until their commit (see `PendingWrites`).
-    package let pending = Mutex(PendingWrites())
+    /// Changes of the non-throwing forms, visible here until their commit settles.
+    package let pending = Mutex(LocalWriteQueue())
     /// The greatest ticket of a queued change whose commit was published to observers (set before
     /// the publication): a queued change at or below it is committed, even if not settled yet.
     package let publishedTicket = Atomic<UInt64>(0)
@@ -45,7 +45,7 @@ package final class EventLog: Sendable {
     /// How many queued changes are not yet settled: reads skip the pending lock when zero.
     package let pendingCount = Atomic<Int>(0)
     /// Failures of queued changes that no flush has thrown yet, and who listens for them.
-    package let failures = Mutex(WriteFailures())
+    package let failures = Mutex(UnreportedWriteFailures())
     /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
     package let promotionTimer = Mutex<(task: Task<Void, Never>, due: UInt64)?>(nil)
 
@@ -75,9 +75,9 @@ package final class EventLog: Sendable {
         logger = configuration.logger
         let durability = configuration.durability
         switch durability {
-        case .durable: options.syncMode = .durable
-        case .noMetaSync: options.syncMode = .noMetaSync
-        case .noSync: options.syncMode = .noSync
+        case .durable: break
+        case .noMetaSync: options.noMetaSync = true
+        case .noSync: options.noSync = true
         }
         let environment = try Environment(path: directory, options: options)
         self.environment = environment

@@ -4,16 +4,6 @@ package import ChronicleFormat
 /// What the log takes from a store's configuration: the facade's `Store.Configuration` is above
 /// this module, so the store hands down only these.
 package struct LogOptions: Sendable {
-    /// When a commit reaches the disk.
-    package enum Durability: Sendable, Equatable {
-        /// Every commit is synced.
-        case durable
-        /// The meta page's sync is deferred to the next commit.
-        case noMetaSync
-        /// Nothing is synced at commit; the file is flushed every `flushInterval`.
-        case noSync(flushInterval: Duration)
-    }
-
     /// The LMDB map size the environment starts with.
     package var initialMapSize: Int
     /// How far ahead of this device's clock a received event may be before it is deferred.

@@ -214,7 +214,7 @@ import Glibc
             let eventLog = try store.eventLog
             let hold = Self.holdWriteLock(eventLog)
             store[.note] = "local"
-            let queued = try #require(eventLog.pending.withLock { $0.entries[PendingWrites.Key(domain: .defaults, name: Keys.note.name)]?.change })
+            let queued = try #require(eventLog.pending.withLock { $0.entry(.defaults, Keys.note.name)?.change })
             let channel = KeyChannel(store: store, key: Keys.note)
             channel.deliver(pending: queued)  // the hub, before anyone subscribed
             let (stream, continuation) = AsyncStream<String>.makeStream()

@@ -78,14 +78,8 @@ extension Store {
 extension Store.Configuration {
     /// What the log takes of this configuration.
     var logOptions: LogOptions {
-        let sync: LogOptions.Durability =
-            switch durability {
-            case .durable: .durable
-            case .noMetaSync: .noMetaSync
-            case let .noSync(interval): .noSync(flushInterval: interval)
-            }
-        return LogOptions(
-            initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: sync,
+        LogOptions(
+            initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: durability,
             retention: retention)
     }
 }

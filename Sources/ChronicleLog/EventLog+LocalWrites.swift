@@ -6,13 +6,6 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Changes made with the non-throwing forms (`store[key] = value`, `@Default`/`@Secret`
-/// setters) between the moment they return and the moment their commit is durable.
-///
-/// They are queued for the group committer at once, in order with every other local write of
-/// this process, and committed moments later on a background queue; until then reads and
-/// observers of this process see them here. A crash of the process or the machine in those
-/// moments loses them (never anything older); a power cut never damages the store.
 /// A key's entry as the next local commit finds it: a queued local change of it (`ticket`: its
 /// place among local writes), else the committed view's entry (`ticket` nil).
 package struct VisibleEntry {
@@ -26,46 +19,14 @@ package struct VisibleEntry {
 }
 
 extension EventLog {
-    /// The most changes of the non-throwing forms queued at once: beyond it, they wait for their
-    /// own commit (ten group-commit transactions' worth; a trickle never gets near it).
-    package static let maxQueuedChanges = 10_240
-}
-
-package struct PendingWrites: ~Copyable {
-    /// A queued change's key: its name compared by bytes, as the store keeps names (``KeyName``).
-    package struct Key: Hashable {
-        package var domain: Domain
-        package var name: String
-
-        package static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.domain == rhs.domain && KeyName(lhs.name) == KeyName(rhs.name)
-        }
-
-        package func hash(into hasher: inout Hasher) {
-            hasher.combine(domain)
-            hasher.combine(name)
-        }
-    }
-
-    package struct Entry {
-        package var ticket: UInt64
-        package var change: PendingChange
-    }
-
-    package var entries: [Key: Entry] = [:]
-    package var lastTicket: UInt64 = 0
-}
-
-extension EventLog {
     /// Queues `changes` for a commit moments from now and returns at once; reads and observers
     /// of this process see them from now on. When the commit fails, the values revert
     /// (observers hear the stored value again), the failure is published to the store's write
     /// failures and the next ``flush()`` throws it.
     package func enqueue(_ changes: [PendingChange]) throws {
         guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        if pendingCount.load(ordering: .relaxed) >= Self.maxQueuedChanges {
-            // Back pressure: a writer faster than the disk waits for its own commit (a thread only
-            // ever waits on its own ticket), so the queue, and what a crash can lose, stays bounded.
+        if LocalWriteQueue.mustWait(unsettled: pendingCount.load(ordering: .relaxed)) {
+            // Back pressure: a thread only ever waits on its own ticket.
             do { _ = try commitVisibly(changes) } catch {
                 let failure = ChronicleError.wrap(mappedDiskError(error))
                 logger.error(
@@ -128,39 +89,21 @@ extension EventLog {
         try pending.withLock { pending in
             let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
             let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
-                if let queued = queuedEntries[PendingWrites.Key(domain: domain, name: name)] {
+                if let queued = queuedEntries[LocalWriteQueue.Key(domain: domain, name: name)] {
                     return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
                 }
                 return try self.committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
             }
             let changes = try build(lookup)
             guard !changes.isEmpty else { return nil }
-            // What reads and observers see (`visible`): sealed plaintexts in a copy of their own,
-            // since the committer wipes the originals as soon as their transaction is over.
-            var queued = changes
-            var tickets: [UInt64] = []
-            tickets.reserveCapacity(queued.count)
-            for index in queued.indices {
-                pending.lastTicket += 1
-                tickets.append(pending.lastTicket)
-                queued[index].ticket = pending.lastTicket
-            }
-            // The same array unless a change is sealed (no copy of every change for nothing).
-            var visible = queued
-            for index in visible.indices where visible[index].sealer != nil {
-                visible[index].payload = queued[index].payload.withUnsafeBufferPointer { Array($0) }
-            }
-            for index in visible.indices {
-                pending.entries[PendingWrites.Key(domain: visible[index].domain, name: visible[index].key)] = PendingWrites.Entry(
-                    ticket: tickets[index], change: visible[index])
-            }
+            let admission = pending.admit(changes)
             pendingCount.add(changes.count, ordering: .releasing)
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
-            observers.publishPending(visible)
+            observers.publishPending(admission.visible)
             if let completion {
-                return (nil, tickets, changes, committer.enqueue(queued, completion: completion(tickets)))
+                return (nil, admission.tickets, changes, committer.enqueue(admission.queued, completion: completion(admission.tickets)))
             }
-            return (committer.enqueue(queued), tickets, changes, nil)
+            return (committer.enqueue(admission.queued), admission.tickets, changes, nil)
         }
     }
 
@@ -201,7 +144,7 @@ extension EventLog {
     /// Writes the data file back to the disk in the `.noMetaSync` and `.noSync` modes (every
     /// commit already did in the durable mode).
     package func flushFile() throws {
-        if environment.syncMode != .durable { try environment.flush() }
+        if !environment.syncsEveryCommit { try environment.flush() }
     }
 
     /// Forgets the pending entries of committed (or failed) changes, unless a later change of the
@@ -209,18 +152,7 @@ extension EventLog {
     /// again); with `report` (nobody waited for the change) it is logged, recorded for the next
     /// flush and published to the store's write failures.
     private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failure: ChronicleError?, report: Bool = false) {
-        var forgotten = pending.withLock { pending -> [PendingChange] in
-            var forgotten: [PendingChange] = []
-            for (index, ticket) in zip(changes.indices, tickets) {
-                // One lookup: the entry's place, then its ticket there.
-                guard let place = pending.entries.index(forKey: PendingWrites.Key(domain: changes[index].domain, name: changes[index].key)),
-                    pending.entries[place].value.ticket == ticket
-                else { continue }
-                let change = pending.entries.remove(at: place).value.change
-                if change.sealer != nil { forgotten.append(change) }
-            }
-            return forgotten
-        }
+        var forgotten = pending.withLock { $0.settle(changes, tickets: tickets) }
         // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
         for index in forgotten.indices { Sodium.wipe(&forgotten[index].payload) }
         if failure != nil { observers.publishReset() }
@@ -253,7 +185,7 @@ extension EventLog {
     /// the committed view entry.
     package func visibleEntry(_ domain: Domain, _ name: String) throws -> VisibleEntry? {
         if pendingCount.load(ordering: .acquiring) > 0,
-            let queued = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)] })
+            let queued = pending.withLock({ $0.entry(domain, name) })
         {
             return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
         }
@@ -265,7 +197,7 @@ extension EventLog {
     /// One atomic load when nothing is pending (the common read).
     package func pendingEntry(_ domain: Domain, _ name: String) -> ViewEntry? {
         guard pendingCount.load(ordering: .acquiring) > 0 else { return nil }
-        guard let change = pending.withLock({ $0.entries[PendingWrites.Key(domain: domain, name: name)]?.change }) else { return nil }
+        guard let change = pending.withLock({ $0.entry(domain, name)?.change }) else { return nil }
         return ViewEntry(pending: change)
     }
 }

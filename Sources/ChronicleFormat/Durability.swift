@@ -1,10 +1,8 @@
-import ChronicleFormat
-import ChronicleLog
-import Foundation
-import ChronicleSodium
-
 /// How commits reach the disk. Chosen per store; the first `Store` opened on a
 /// directory in a process sets it for every other one on that directory.
+///
+/// The one name of the concept: the store's configuration takes it, the log maps it once onto
+/// LMDB's flags (`MDB_NOMETASYNC`, `MDB_NOSYNC`).
 public enum Durability: Sendable, Hashable {
     /// Every commit is fsynced before `set`/`write` returns: an acknowledged
     /// change survives a crash of the process, of the OS, and a power loss.
