@@ -232,7 +232,7 @@ extension EventLog {
         return try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
-            try checkHeadMAC(head, txn)
+            try head.checkMAC(txn, dbs, keys: chainKeys)
             try repairHistoryIfStale(txn, head: head)
             let before = head
             let result = try body(txn, &head)

@@ -77,4 +77,23 @@ package struct LogHead: Sendable {
     package func mac(epoch: [UInt8], key: KeyedHash) -> [UInt8] {
         key.hash([Array("chronicle.head.v1".utf8), sequence.bigEndianBytes, chain, epoch, chainKeyID?.bytes ?? []])
     }
+
+    /// Checks a keyed head's MAC (nothing for an unkeyed head): `verify` runs it, and so does
+    /// every write before it writes a new MAC, so an edited head is refused, never re-signed.
+    /// - Throws: `.corruptMeta("head.mac", …)` when the MAC is missing or does not verify;
+    ///   `.keyUnavailable` when the chain key is not at hand.
+    package func checkMAC(_ txn: borrowing Transaction, _ dbs: Databases, keys: ChainKeys) throws {
+        guard let key = try keys.key(chainKeyID) else { return }
+        guard let stored = try txn.get(dbs.meta, key: MetaKey.headMAC) else {
+            // Stores keyed by format 1 get their head MAC with their next write.
+            if try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil { return }
+            throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head of a keyed log has no MAC")
+        }
+        if Sodium.constantTimeEqual(stored, try mac(txn, dbs, key: key)) { return }
+        // A copy that has not written yet: its MAC covers the epoch before the copy.
+        if let covered = try txn.get(dbs.meta, key: MetaKey.macEpoch), Sodium.constantTimeEqual(stored, mac(epoch: covered, key: key)) {
+            return
+        }
+        throw ChronicleError.corruptMeta(entry: "head.mac", reason: "the head's MAC does not verify: meta was edited")
+    }
 }

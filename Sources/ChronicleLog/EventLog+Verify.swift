@@ -1,0 +1,194 @@
+package import ChronicleFormat
+import ChronicleLMDB
+import ChronicleSodium
+import Foundation
+
+extension EventLog {
+    /// Checks what `meta` says of the log against the log itself: a store with a data key of
+    /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
+    private func verifyHead(_ txn: borrowing Transaction, _ replay: Replay) throws {
+        let head = try LogHead.read(txn, dbs)
+        guard replay.covered == head.sequence else {
+            throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.covered)")
+        }
+        // The head's chain hash must be the log's own: a head MAC over another chain (an old head
+        // put back over a log cut or rewritten since) says nothing about this log.
+        guard head.chain == replay.chain else {
+            throw ChronicleError.corruptMeta(entry: "chain", reason: "the head's chain hash is not that of the log's last record")
+        }
+        let keyed = replay.keyed
+        if keyed, head.chainKeyID == nil {
+            // The head MAC would go unchecked: meta was edited to forget the log's chain key.
+            throw ChronicleError.corruptMeta(entry: "chain.key", reason: "the log's chain is keyed but meta names no chain key: meta was edited")
+        }
+        if try txn.get(dbs.meta, key: MetaKey.activeKey) != nil, !keyed {
+            throw ChronicleError.corruptMeta(
+                entry: "chain.key", reason: "this store has a data key but its hash chain is not keyed: the chain was downgraded or rewritten")
+        }
+        guard keyed else { return }
+        try head.checkMAC(txn, dbs, keys: chainKeys)
+    }
+
+    /// Checks the log and the views without changing anything.
+    ///
+    /// With a `verifier` (the store's keyring), every authenticator under a key it holds must
+    /// verify, and no event this replica sealed or authenticated may sit in an unkeyed stretch of
+    /// the chain (it was written while the store held a key: the chain was rewritten without it).
+    package func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, verifier: (any EventVerifier)? = nil) throws -> VerificationReport {
+        try environment.read { txn in
+            let total = try LogHead.read(txn, dbs).sequence
+            var report = VerificationReport(records: 0, keys: 0)
+            var replayed: [[KeyName: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
+            var links: [(sequence: UInt64, before: UInt64)] = []  // what `previous` must hold, in order
+            var waiting = Set<UInt64>()
+            try txn.scan(dbs.deferred) { key, _ in
+                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
+                return true
+            }
+            do {
+                var ownAuthenticated: [UInt64] = []
+                var ownSealed: [UInt64] = []
+                var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
+                let replay = try replayLog(txn) { sequence, event in
+                    if let progress, sequence % 4096 == 0 { progress(sequence, total) }
+                    if let verifier {
+                        // A member authenticates every event it writes: once a replica's events carry
+                        // authenticators, a later one without is a stripped one.
+                        if event.authenticator != nil {
+                            authenticating.insert(event.replica)
+                        } else if verifier.isMember, authenticating.contains(event.replica) {
+                            throw ChronicleError.corruptRecord(
+                                sequence: sequence,
+                                reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
+                        }
+                        if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
+                            throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
+                        }
+                        if event.replica == replica {
+                            if event.authenticator.map({ verifier.holdsKey($0.keyID) }) == true { ownAuthenticated.append(sequence) }
+                            if event.sealed, (try? Envelope(decoding: event.payload)).map({ verifier.holdsKey($0.keyID) }) == true {
+                                ownSealed.append(sequence)
+                            }
+                        }
+                    }
+                    let held = waiting.contains(sequence)  // held back by the drift guard: indexed, not in the view
+                    if let before = replayed[Int(event.domain.rawValue)][KeyName(event.key), default: ReplayedKey()].apply(
+                        event, sequence: sequence, heldBack: held)
+                    {
+                        links.append((sequence, before))
+                    }
+                }
+                report.records = replay.records
+                // A member's chain is keyed before its first authenticated event; a store that seals
+                // has its chain keyed when it opens (stores of format 1 included, from then on).
+                let keyedFrom = replay.keyedFrom ?? .max
+                if let first = ownAuthenticated.first(where: { $0 < keyedFrom }) ?? (replay.keyedFrom == nil ? ownSealed.first : nil) {
+                    throw ChronicleError.corruptRecord(
+                        sequence: first,
+                        reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
+                }
+                try verifyHead(txn, replay)
+            } catch ChronicleError.keyUnavailable(let reason) {
+                // Not a finding about the log: the check could not run (a keyed log without its key).
+                throw ChronicleError.keyUnavailable(reason: reason)
+            } catch let error as ChronicleError {
+                report.firstProblem = error
+                if case let .corruptRecord(sequence, _) = error { report.firstBadSequence = sequence }
+                return report
+            }
+            let views = try checkViews(txn, replayed: replayed)
+            report.keys = views.keys
+            if let problem = views.problem {
+                report.firstProblem = problem
+                return report
+            }
+            report.firstProblem = try checkHistoryIndex(txn, replayed: replayed, links: links)
+            return report
+        }
+    }
+}
+
+extension EventLog {
+    /// What is wrong with the views, against a replay of the log (`nil`: nothing), and how many
+    /// keys they hold.
+    fileprivate func checkViews(_ txn: borrowing Transaction, replayed: [[KeyName: ReplayedKey]]) throws -> (problem: ChronicleError?, keys: Int) {
+        var keys = 0
+        for domain in Domain.allCases {
+            var problem: ChronicleError?
+            var stored: [KeyName: ViewEntry] = [:]
+            try txn.scan(dbs.view(domain)) { key, value in
+                let name = String(decoding: key, as: UTF8.self)
+                guard let entry = try? ViewEntry(decoding: value) else {
+                    problem = .corruptViewEntry(key: name, reason: "the \(domain.name) view entry does not decode")
+                    return false
+                }
+                stored[KeyName(name)] = entry
+                return true
+            }
+            if let problem { return (problem, keys) }
+            let expected = replayed[Int(domain.rawValue)].compactMapValues(\.winner)
+            if stored != expected {
+                let differing = Set(stored.keys).union(expected.keys).map(\.name).sorted().first {
+                    stored[KeyName($0)] != expected[KeyName($0)]
+                } ?? "?"
+                let sequence = expected[KeyName(differing)]?.sequence ?? stored[KeyName(differing)]?.sequence ?? 0
+                return (.corruptRecord(sequence: sequence, reason: "the \(domain.name) view differs from a replay of the log at key \"\(differing)\""), keys)
+            }
+            keys += stored.count
+        }
+        return (nil, keys)
+    }
+
+    /// What is wrong with the history index, against a replay of the log (`nil`: nothing).
+    /// Not checked while `history` holds rows: the index then waits for its rebuild, and reads
+    /// do not use it.
+    fileprivate func checkHistoryIndex(
+        _ txn: borrowing Transaction, replayed: [[KeyName: ReplayedKey]], links: [(sequence: UInt64, before: UInt64)]
+    ) throws -> ChronicleError? {
+        guard try txn.count(dbs.legacyHistory) == 0 else { return nil }
+        func problem(_ sequence: UInt64, _ reason: String) throws -> ChronicleError {
+            let name = try txn.get(dbs.events, key: sequence.bigEndianBytes).flatMap { bytes in
+                try? LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence).key
+            }
+            return .corruptViewEntry(key: name ?? "?", reason: "the history index \(reason)")
+        }
+        var index = 0
+        var found: ChronicleError?
+        try txn.scan(dbs.previous) { key, value in
+            let sequence = UInt64(bigEndianBytes: key) ?? 0
+            guard index < links.count, sequence == links[index].sequence else {
+                if index < links.count, links[index].sequence < sequence {
+                    found = try problem(links[index].sequence, "has no link for record \(links[index].sequence)")
+                } else {
+                    found = try problem(sequence, "links record \(sequence), which is its key's first or not an event")
+                }
+                return false
+            }
+            guard UInt64(bigEndianBytes: value) == links[index].before else {
+                found = try problem(sequence, "links record \(sequence) to another record than its key's one before it (\(links[index].before))")
+                return false
+            }
+            index += 1
+            return true
+        }
+        if let found { return found }
+        if index < links.count { return try problem(links[index].sequence, "has no link for record \(links[index].sequence)") }
+        var expected: [[UInt8]: UInt64] = [:]
+        for domain in Domain.allCases {
+            for (name, key) in replayed[Int(domain.rawValue)] { expected[HistoryKey.prefix(domain: domain, name: name.name)] = key.last }
+        }
+        var count = 0
+        try txn.scan(dbs.latest) { key, value in
+            count += 1
+            guard let sequence = expected[key], UInt64(bigEndianBytes: value) == sequence else {
+                let name = String(decoding: key.dropFirst(2), as: UTF8.self)
+                found = .corruptViewEntry(key: name, reason: "the history index names another record than the key's latest in the log")
+                return false
+            }
+            return true
+        }
+        if let found { return found }
+        if count != expected.count { return .corruptViewEntry(key: "?", reason: "the history index misses the latest record of \(expected.count - count) key(s)") }
+        return nil
+    }
+}
