@@ -70,7 +70,7 @@ extension EventLog {
             let oldEpoch = try Self.epoch(txn, dbs)
             // Events whose time has come join the views first, moving the clock past them (as
             // their promotion would); every other decision of the drift guard is kept as it is.
-            try EventLog.promoteDeferred(txn, dbs, head: &head, now: now, driftMilliseconds: driftMilliseconds)
+            try driftGuard.promoteDue(txn, head: &head, now: now)
             var plan = try planCompaction(cutoffMilliseconds: cutoffMilliseconds, dropRelayOnly: dropRelayOnly, &meter, txn)
             guard plan.droppedCount > 0 || plan.relayOnlyDropped > 0 else {
                 return CompactionReport(recordsBefore: plan.records, dropped: 0, kept: plan.keptEvents, checkpointsCarried: 0)
@@ -100,10 +100,7 @@ extension EventLog {
         cutoffMilliseconds: UInt64, dropRelayOnly: Bool, _ meter: inout CompactionProgress, _ txn: borrowing Transaction
     ) throws -> CompactionPlan {
         var plan = CompactionPlan()
-        try txn.scan(dbs.deferred) { key, _ in
-            if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { plan.waiting.insert(sequence) }
-            return true
-        }
+        plan.waiting = try driftGuard.waiting(txn)
         var keep = plan.waiting
         for domain in Domain.allCases {
             try txn.scan(dbs.view(domain)) { key, value in
@@ -210,7 +207,7 @@ extension EventLog {
                 let held = plan.waiting.contains(item.sequence)
                 let (sequence, _) = try append(event, txn, &head, indexView: !held)
                 if held {
-                    try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+                    try driftGuard.hold(event.hlc, sequence: sequence, txn)
                 }
             }
             moved.append((item.sequence, head.sequence, head.chain))

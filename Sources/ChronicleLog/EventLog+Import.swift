@@ -87,7 +87,7 @@ extension EventLog {
         let receipt = try withHead(.whenChanged) { txn, head in
             run = ImportRun(source: source, now: UnixMilliseconds.now())
             run.receipt.received = range.events.count + range.opaque.count
-            run.committed += try EventLog.promoteDeferred(txn, dbs, head: &head, now: run.now, driftMilliseconds: driftMilliseconds).promoted
+            run.committed += try driftGuard.promoteDue(txn, head: &head, now: run.now).promoted
             try takeKeys(keys, of: range, options, &run, txn)
             var candidates = ImportCandidates(range, encodings: received, verdicts: verdicts)
             if let verifier, run.receipt.keys > 0 { candidates.add(released: try releaseQuarantined(verifiedBy: verifier, txn)) }
@@ -143,12 +143,12 @@ extension EventLog {
             }
             return
         }
-        let deferred = event.hlc.milliseconds > UnixMilliseconds.adding(driftMilliseconds, to: run.now)
+        let deferred = driftGuard.isAhead(event.hlc, now: run.now)
         if !deferred { head.hlc = max(head.hlc, event.hlc) }
         // The log holds the current format only: an item of version 1 is logged re-encoded (FORMAT.md 3.2).
         let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded?.first == Event.formatVersion ? encoded : nil)
         if deferred {
-            try txn.put(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes, value: [])
+            try driftGuard.hold(event.hlc, sequence: sequence, txn)
             run.receipt.deferred += 1
         }
         run.receipt.applied += 1

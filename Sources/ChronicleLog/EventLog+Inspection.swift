@@ -38,7 +38,7 @@ extension EventLog {
         var committed = CommittedEvent(sequence: sequence, event: event, isWinner: try isCurrent(event, sequence, txn))
         // Only an event that is not current can be held back (one lookup less for nearly every event).
         committed.isHeldBack = try !committed.isWinner
-            && txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+            && driftGuard.holds(event.hlc, sequence: sequence, txn)
         committed.chainHash = hash
         return committed
     }

@@ -177,7 +177,7 @@ extension EventLog {
     /// the log, then written in key order with `MDB_APPEND`, so a replay costs
     /// one sequential read of the log and sequential writes of the indexes.
     package func rebuildViews() throws {
-        let limit = UnixMilliseconds.adding(driftMilliseconds, to: UnixMilliseconds.now())
+        let now = UnixMilliseconds.now()
         try environment.write { txn in
             // One dictionary lookup per event: its key's winner and last record. The history
             // index is rebuilt in the same pass (`previous` rows in sequence order, as the log is read).
@@ -187,12 +187,12 @@ extension EventLog {
             for database in [dbs.defaults, dbs.secrets, dbs.deferred] { try txn.clear(database) }
             try clearHistory(txn)
             _ = try replayLog(txn) { sequence, event in
-                let held = event.hlc.milliseconds > limit
+                let held = driftGuard.isAhead(event.hlc, now: now)
                 if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
                 let before = keys[Int(event.domain.rawValue)][KeyName(event.key), default: ReplayedKey()].apply(
                     event, sequence: sequence, heldBack: held)
                 if let before { try txn.put(dbs.previous, key: sequence.bigEndianBytes, value: before.bigEndianBytes, flags: .append) }
-                if held { waiting.append(event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) }
+                if held { waiting.append(DriftGuard.key(event.hlc, sequence: sequence)) }
             }
             var heads: [(key: [UInt8], sequence: UInt64)] = []
             for domain in Domain.allCases {

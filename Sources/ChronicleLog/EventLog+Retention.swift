@@ -113,7 +113,7 @@ extension EventLog {
     }
 
     private func isHeldBack(_ event: Event, _ sequence: UInt64, _ txn: borrowing Transaction) throws -> Bool {
-        try txn.get(dbs.deferred, key: event.hlc.rawValue.bigEndianBytes + sequence.bigEndianBytes) != nil
+        try driftGuard.holds(event.hlc, sequence: sequence, txn)
     }
 
     /// Splits a history prefix (``HistoryKey``) into its domain and name.

@@ -40,11 +40,7 @@ extension EventLog {
             var report = VerificationReport(records: 0, keys: 0)
             var replayed: [[KeyName: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
             var links: [(sequence: UInt64, before: UInt64)] = []  // what `previous` must hold, in order
-            var waiting = Set<UInt64>()
-            try txn.scan(dbs.deferred) { key, _ in
-                if let sequence = UInt64(bigEndianBytes: Array(key.suffix(8))) { waiting.insert(sequence) }
-                return true
-            }
+            let waiting = try driftGuard.waiting(txn)
             do {
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []

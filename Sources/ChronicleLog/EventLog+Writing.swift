@@ -49,7 +49,7 @@ extension EventLog {
     package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
         let (committed, counter) = try withHead { txn, head in
             var counter = LocalCounter(last: writerCounter.withLock { $0 })
-            try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+            try driftGuard.promoteDue(txn, head: &head, now: UnixMilliseconds.now())
             var changes: [PendingChange] = []
             for domain in domains {
                 for (name, entry) in try viewEntries(domain, txn) {
@@ -74,7 +74,7 @@ extension EventLog {
             let (committed, counter, promoted) = try withHead { txn, head in
                 // One counter through every group: the taken ones are looked up once a transaction.
                 var counter = LocalCounter(last: writerCounter.withLock { $0 })
-                let promoted = try EventLog.promoteDeferred(txn, dbs, head: &head, now: UnixMilliseconds.now(), driftMilliseconds: driftMilliseconds)
+                let promoted = try driftGuard.promoteDue(txn, head: &head, now: UnixMilliseconds.now())
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
                 return (out, counter.last, promoted)

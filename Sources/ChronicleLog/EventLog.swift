@@ -46,11 +46,9 @@ package final class EventLog: Sendable {
     package let pendingCount = Atomic<Int>(0)
     /// Failures of queued changes that no flush has thrown yet, and who listens for them.
     package let failures = Mutex(UnreportedWriteFailures())
-    /// Wakes when the drift guard's first waiting event is due (see ``schedulePromotion(at:)``).
-    package let promotionTimer = Mutex<(task: Task<Void, Never>, due: UInt64)?>(nil)
 
-    /// The clock-drift guard in milliseconds (from the configuration of the first store opened on the directory).
-    package let driftMilliseconds: UInt64
+    /// The clock-drift guard (its drift from the configuration of the first store opened on the directory).
+    package let driftGuard: DriftGuard
     /// The largest payload a received event may carry: the configuration's `maxValueSize`, and a
     /// seal's overhead. Larger events are quarantined (``QuarantinedItem/Reason/tooLarge``).
     package let maxReceivedPayload: Int
@@ -70,7 +68,6 @@ package final class EventLog: Sendable {
         try Sodium.initialize()
         var options = EnvironmentOptions()
         options.mapSize = configuration.initialMapSize
-        driftMilliseconds = UnixMilliseconds.of(configuration.maxClockDrift)
         maxReceivedPayload = configuration.maxValueSize + Envelope.overhead
         logger = configuration.logger
         let durability = configuration.durability
@@ -84,6 +81,7 @@ package final class EventLog: Sendable {
         self.path = directory
         let dbs = try Databases(environment: environment)
         self.dbs = dbs
+        driftGuard = DriftGuard(milliseconds: UnixMilliseconds.of(configuration.maxClockDrift), dbs: dbs)
         writer = ReplicaID.random()
         (replica, defaultRetention) = try environment.write { txn in
             (try EventLog.prepareMeta(txn, dbs, directory: directory), try EventLog.defaultRetention(txn, dbs, configured: configuration.retention))
@@ -112,7 +110,7 @@ package final class EventLog: Sendable {
     deinit {
         flushTask.withLock { $0?.cancel() }
         poller.withLock { $0?.cancel() }
-        promotionTimer.withLock { $0?.task.cancel() }
+        driftGuard.timer.withLock { $0?.task.cancel() }
         try? environment.flush()
     }
 

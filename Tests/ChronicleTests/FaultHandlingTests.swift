@@ -214,7 +214,7 @@ struct FaultHandlingTests {
             b[Key<Int>("other", default: 0, sync: .automaticSmall)] = 1
             b[Key<Int>("other", default: 0, sync: .automaticSmall)] = 2  // something for compaction to drop
             #expect(try b.importRange(try eventAhead(of: a, by: 1_500, value: "future")).deferred == 1)
-            try b.eventLog.promotionTimer.withLock { $0?.task.cancel() }  // the timer has not run yet
+            try b.eventLog.driftGuard.timer.withLock { $0?.task.cancel() }  // the timer has not run yet
             try await Task.sleep(for: .milliseconds(1_100))  // due now (within the drift guard)
             #expect(try b.compact().dropped > 0)
             #expect(b[.small] == "future")
