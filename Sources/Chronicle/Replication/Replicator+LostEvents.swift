@@ -10,17 +10,12 @@ extension Replicator {
     /// without it (``WantedEvents``); a peer that cannot ask, or a request that fails, costs
     /// nothing and stops nothing: the push goes on.
     func askForLostEvents(from peer: Peer, source: String, into report: inout SyncReport.PeerReport) async {
-        let store = store
+        let log = replicaLog
         do {
-            let eventLog = try store.eventLog
-            let wanted = try await BlockingWork.run { try eventLog.dueWantedEvents() }
+            let wanted = try await BlockingWork.run { try log.wantedEvents() }
             guard !wanted.isEmpty, let answer = try await peer.transport.pullEvents(wanted) else { return }
             let range = try EventRange(decoding: Array(answer))
-            let receipt = try await BlockingWork.run { () throws -> RangeReceipt in
-                let receipt = try store.importRange(range, checkpoint: nil, source: "\(source), asked by identity")
-                try eventLog.settleWantedEvents(asked: wanted)
-                return receipt
-            }
+            let receipt = try await BlockingWork.run { try log.importAnswer(range, to: wanted, source: "\(source), asked by identity") }
             report.pulled.add(receipt)
         } catch {
             store.configuration.logger.warning(

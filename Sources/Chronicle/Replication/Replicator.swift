@@ -44,6 +44,8 @@ public actor Replicator {
 
     /// The store being replicated.
     public let store: Store
+    /// What the replicator reaches of the store (never its log directly).
+    let replicaLog: ReplicaLog
     /// The peers.
     public let peers: [Peer]
     /// The configuration.
@@ -62,6 +64,7 @@ public actor Replicator {
     /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
     public init(store: Store, peers: [Peer], configuration: Configuration = .init()) {
         self.store = store
+        replicaLog = ReplicaLog(store: store)
         self.peers = peers
         self.configuration = configuration
     }
@@ -103,8 +106,8 @@ public actor Replicator {
         guard remote.protocolVersion == EventRange.protocolVersion else {
             throw ChronicleError.malformedInput("the peer speaks range protocol \(remote.protocolVersion); this build speaks \(EventRange.protocolVersion)")
         }
-        let store = store
-        let local = try await BlockingWork.run { try store.replicaInfo() }
+        let log = replicaLog
+        let local = try await BlockingWork.run { try log.info() }
         if remote.replicaID == local.replicaID, let writer = remote.writer {
             // The same opening is this store itself: nothing to do. Another store claiming this
             // replica's id (a copy of this store) must not silently move nothing. A passive peer
@@ -114,33 +117,48 @@ public actor Replicator {
             }
             return report
         }
-        let eventLog = try store.eventLog
+        let exchange = Exchange(peer: peer, remote: remote, local: local, filter: filter, source: "peer \(peer.name)")
+        var state = try await pull(exchange, into: &report)
+        await askForLostEvents(from: peer, source: exchange.source, into: &report)
+        try await push(exchange, after: &state, into: &report)
+        return report
+    }
 
-        // Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
+    /// One exchange with one peer: who is on each side, and what moves.
+    private struct Exchange: Sendable {
+        let peer: Peer
+        let remote: ReplicaInfo
+        let local: ReplicaInfo
+        let filter: RangeFilter
+        /// How items set aside from this peer are labelled in the quarantine.
+        let source: String
+    }
+
+    /// Pull: the remote's log after our checkpoint for (remote, its epoch, pull, filter).
+    /// Bounded, whatever the peer answers: a pull ends at the head the peer named before it
+    /// began (later changes wait for the next sync), starts over at most a few times, and runs
+    /// at most `maxPullBatches` batches. Returns the state the push goes on from.
+    private func pull(_ exchange: Exchange, into report: inout SyncReport.PeerReport) async throws -> ExchangeState {
+        let (log, peer, remote, filter) = (replicaLog, exchange.peer, exchange.remote, exchange.filter)
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
-        let checkpoint = try await BlockingWork.run { () throws -> CheckpointValue in
-            try eventLog.rewindPullsIfMarked()  // a flood pushed lost events out of want/: pull everything again
-            return try eventLog.checkpoint(pullKey)
-        }
-        // Bounded, whatever the peer answers: a pull ends at the head the peer named before it
-        // began (later changes wait for the next sync), starts over at most a few times, and
-        // runs at most `maxPullBatches` batches.
+        let checkpoint = try await BlockingWork.run { try log.pullCheckpoint(pullKey) }
         var state = ExchangeState(
             checkpoint: checkpoint, remoteHead: remote.head, passive: remote.writer == nil, maxPullBatches: configuration.maxPullBatches)
-        let source = "peer \(peer.name)"
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {
             try Task.checkCancellation()
             try state.beginPullBatch()
             let range = try EventRange(
-                decoding: Array(try await peer.transport.pull(after: state.after, filter: filter, excludingOrigin: local.writer, maxEvents: configuration.batchEvents)))
+                decoding: Array(
+                    try await peer.transport.pull(
+                        after: state.after, filter: filter, excludingOrigin: exchange.local.writer, maxEvents: configuration.batchEvents)))
             let verdict = try state.judge(
                 source: range.source, epoch: range.epoch, expectedSource: remote.replicaID, expectedEpoch: remote.epoch,
                 rangeAfter: range.after, afterChain: range.afterChain, upTo: range.upTo)
             if verdict == .startOver { continue }
             let (receipt, received) = try await BlockingWork.run {
-                try store.importRangeReportingReceived(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: source)
+                try log.importPulled(range, checkpoint: (pullKey, range.upTo, range.upToChain), source: exchange.source)
             }
             report.pulled.add(receipt)
             // What this peer just sent is never pushed back to it: it holds all of it.
@@ -149,14 +167,15 @@ public actor Replicator {
             configuration.progress?(peer.name, report.pulled.received + report.sent)
             if !state.advance(upTo: range.upTo, upToChain: range.upToChain, reachesHead: range.reachesHead) { break }
         }
-        await askForLostEvents(from: peer, source: source, into: &report)
+        return state
+    }
 
-        // Push: our log after our checkpoint for (remote, our epoch, push, filter).
-        let pushKey = CheckpointKey(peer: remote.replicaID, epoch: local.epoch, direction: .push, filter: filter)
-        let pushCheckpoint = try await BlockingWork.run { () throws -> CheckpointValue in
-            try store.prepareTravelKeys()
-            return try eventLog.checkpoint(pushKey)
-        }
+    /// Push: our log after our checkpoint for (remote, our epoch, push, filter), from where the
+    /// checks of `state` say (the remote or a mailbox that went back gets everything again).
+    private func push(_ exchange: Exchange, after state: inout ExchangeState, into report: inout SyncReport.PeerReport) async throws {
+        let (log, peer, filter) = (replicaLog, exchange.peer, exchange.filter)
+        let pushKey = CheckpointKey(peer: exchange.remote.replicaID, epoch: exchange.local.epoch, direction: .push, filter: filter)
+        let pushCheckpoint = try await BlockingWork.run { try log.pushCheckpoint(pushKey) }
         // After our last push the remote's log reached a head with a chain hash there. If it has
         // gone back since (a relay restored from a backup), what we pushed may be lost: push again.
         state.pushCheckpointRead(pushCheckpoint)
@@ -175,17 +194,16 @@ public actor Replicator {
         var sent = try await BlockingWork.run { () throws -> UInt64 in
             // Our own log under the checkpoint changed (compacted, restored): push from the start.
             let chain = pushCheckpoint.sequence > 0 ? pushCheckpoint.chain : nil
-            let matches = try chain.map { try eventLog.chainMatches(at: pushCheckpoint.sequence, $0) } ?? true
+            let matches = try chain.map { try log.chainMatches(at: pushCheckpoint.sequence, $0) } ?? true
             return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches)
         }
         var pushedAny = false
-        let (batchEvents, batchBytes) = (configuration.batchEvents, configuration.batchBytes)
+        let (batchEvents, batchBytes, excluded) = (configuration.batchEvents, configuration.batchBytes, exchange.remote.writer)
         while true {
             try Task.checkCancellation()
             let after = sent
             let range = try await BlockingWork.run {
-                try eventLog.exportRange(
-                    after: after, filter: filter, excluding: remote.writer, maxEvents: batchEvents, maxBytes: batchBytes, skipping: decided.skipping)
+                try log.export(after: after, filter: filter, excluding: excluded, maxEvents: batchEvents, maxBytes: batchBytes, skipping: decided.skipping)
             }
             if !range.events.isEmpty || !range.opaque.isEmpty {
                 pushedAny = true
@@ -196,7 +214,7 @@ public actor Replicator {
             }
             if range.upTo > sent {
                 let value = CheckpointValue(sequence: range.upTo, chain: range.upToChain)
-                try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: value) }
+                try await BlockingWork.run { try log.setCheckpoint(pushKey, to: value) }
             }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo
@@ -205,31 +223,31 @@ public actor Replicator {
         // (restored from an older backup), the next sync pushes everything.
         let (setMark, own) = state.mailboxMark(pushedAny: pushedAny)
         if setMark, let mailbox {
-            let replicaID = local.replicaID
+            let replicaID = exchange.local.replicaID
             if let digest = try await BlockingWork.run({ mailbox.newestFileDigest(from: own ? replicaID : nil) }) {
                 try await BlockingWork.run {
-                    var mark = try eventLog.checkpoint(pushKey)
-                    mark.remoteHead = 0
-                    mark.remoteChain = digest
-                    try eventLog.setCheckpoint(pushKey, to: mark)
+                    try log.updateCheckpoint(pushKey) { mark in
+                        mark.remoteHead = 0
+                        mark.remoteChain = digest
+                    }
                 }
             }
         }
-        if state.marksRemoteAfterPush(pushedAny: pushedAny, filter: filter) {
-            // Remember where the remote's log stood after our push, to notice if it ever goes back.
-            let after = try await peer.transport.info()
-            let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: after.head, filter: filter, excludingOrigin: nil, maxEvents: 1)))
-            if probe.after == after.head, after.epoch == remote.epoch {
-                let mark = try await BlockingWork.run { () throws -> CheckpointValue in
-                    var value = try eventLog.checkpoint(pushKey)
-                    value.remoteHead = after.head
-                    value.remoteChain = probe.afterChain
-                    return value
-                }
-                try await BlockingWork.run { try eventLog.setCheckpoint(pushKey, to: mark) }
+        if state.marksRemoteAfterPush(pushedAny: pushedAny, filter: filter) { try await markRemote(exchange, pushKey: pushKey) }
+    }
+
+    /// Remembers where the remote's log stood after our push, to notice if it ever goes back.
+    private func markRemote(_ exchange: Exchange, pushKey: CheckpointKey) async throws {
+        let (log, transport) = (replicaLog, exchange.peer.transport)
+        let after = try await transport.info()
+        let probe = try EventRange(decoding: Array(try await transport.pull(after: after.head, filter: exchange.filter, excludingOrigin: nil, maxEvents: 1)))
+        guard probe.after == after.head, after.epoch == exchange.remote.epoch else { return }
+        try await BlockingWork.run {
+            try log.updateCheckpoint(pushKey) { value in
+                value.remoteHead = after.head
+                value.remoteChain = probe.afterChain
             }
         }
-        return report
     }
 
     // MARK: - Automatic mode
@@ -242,10 +260,10 @@ public actor Replicator {
     /// `pullInterval`. Failures back off and retry. Larger and `.manual`
     /// events wait for ``sync()``, whose checkpoints automatic mode never moves.
     public func start() {
-        guard worker == nil, let eventLog = try? store.eventLog else { return }
+        guard worker == nil else { return }
         let (triggers, trigger) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let limit = configuration.automaticPayloadLimit
-        observerID = eventLog.observers.add { change in
+        let observerID = replicaLog.observeCommits { change in
             switch change {
             case let .events(events):
                 if events.contains(where: { $0.event.policy == .automaticSmall && $0.event.payload.count <= limit }) { trigger.yield() }
@@ -255,6 +273,8 @@ public actor Replicator {
                 break  // their commit follows as events
             }
         }
+        guard let observerID else { return }  // a closed store
+        self.observerID = observerID
         let interval = configuration.pullInterval
         ticker = Task {
             trigger.yield()
@@ -275,7 +295,6 @@ public actor Replicator {
                 await self.automaticRound()
             }
         }
-        eventLog.startPollingIfNeeded()
     }
 
     /// Waits on `transport` for changes of its log and triggers a round for each; against a peer
@@ -306,7 +325,7 @@ public actor Replicator {
         ticker?.cancel()
         worker = nil
         ticker = nil
-        if let observerID, let eventLog = try? store.eventLog { eventLog.observers.remove(observerID) }
+        if let observerID { replicaLog.stopObserving(observerID) }
         observerID = nil
     }
 
