@@ -87,7 +87,53 @@ extension HubDatabase {
     private func append(
         _ pushes: [AppendQueue.Push], _ decoded: [Result<RelayRange, any Error>], tenant id: Int64, on connection: PostgresConnection
     ) async throws -> (results: [Result<RangeReceipt, any Error>], trimDue: Bool) {
-        // The tenant's row lock serializes its appends across nodes: positions are numbered under it.
+        guard var tenant = try await lockTenant(id, on: connection) else { return (pushes.map { .failure(revoked($0.device)) }, false) }
+        let (ranges, knownBodies) = try await checkStanding(pushes, decoded, tenant: id, on: connection)
+        var known = knownBodies
+        // Wrapped keys named by an event of their push (a record no event names is never sent to
+        // anyone, so it is not kept), and which of them the tenant has stored.
+        let namedKeys = ranges.map { result -> [(digest: [UInt8], key: RelayRange.Key)] in
+            guard case let .success(range) = result else { return [] }
+            let named = Set(range.events.flatMap(\.keyIDs))
+            return range.keys.filter { named.contains($0.id) }.map { (digest: $0.digest, key: $0) }
+        }
+        var storedDigests = try await readKeys(Set(namedKeys.joined().map(\.digest)), into: &tenant, tenant: id, on: connection)
+
+        var writes = Writes()
+        var results: [Result<RangeReceipt, any Error>] = []
+        var keysOfPush: [[[UInt8]]] = []  // the digests each accepted push stores
+        for (index, push) in pushes.enumerated() {
+            let before = writes.keyDigests.count
+            results.append(ranges[index].flatMap { range in
+                Result {
+                    try Self.decide(
+                        range, keys: namedKeys[index], device: push.device.name, storedDigests: &storedDigests, tenant: &tenant, known: &known,
+                        writes: &writes)
+                }
+            })
+            keysOfPush.append(writes.keyDigests[before...].map { Array(buffer: $0) })
+        }
+        let storedKeys = try await storeKeys(writes, tenant: id, on: connection)
+        // A trim is due once enough was appended since the last (whichever node appended it), and
+        // at once when a push met the quota: the device's retry then finds the garbage gone.
+        let metQuota = results.contains { result in
+            if case let .failure(error) = result, let refusal = error as? HubRefusal, case .quotaExceeded = refusal { true } else { false }
+        }
+        let trimDue = metQuota || tenant.appendedSinceTrim + Int64(writes.positions.count) >= Self.trimThreshold
+        try await write(writes, tenant: tenant, id: id, trimDue: trimDue, notify: !writes.positions.isEmpty || !storedKeys.isEmpty, on: connection)
+        let receipts = zip(results, keysOfPush).map { result, digests in
+            result.map { receipt in
+                var receipt = receipt
+                receipt.keys = digests.filter { storedKeys.contains($0) }.count
+                return receipt
+            }
+        }
+        return (receipts, trimDue)
+    }
+
+    /// Takes the tenant's row lock, which serializes its appends across nodes (positions are
+    /// numbered under it), and reads its state; `nil` when the tenant is gone.
+    private func lockTenant(_ id: Int64, on connection: PostgresConnection) async throws -> TenantState? {
         var tenant: TenantState?
         for try await (head, chain, events, bytes, maxEvents, maxBytes, appended) in try await connection.query(
             """
@@ -99,13 +145,18 @@ extension HubDatabase {
                 head: head, chain: Array(buffer: chain), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes,
                 appendedSinceTrim: appended)
         }
-        guard var tenant else { return (pushes.map { .failure(revoked($0.device)) }, false) }
+        return tenant
+    }
 
-        // Then, in a snapshot taken once the lock is held (so a revocation committed while this
-        // waited for it counts): which of the pushes' tokens stand, and the bodies stored already
-        // per identity (pushed before, or by another device or node). The standing devices' rows
-        // are share-locked until the commit: a revocation waits for this push instead of
-        // committing between this check and the push's writes.
+    /// In a snapshot taken once the lock is held (so a revocation committed while this waited
+    /// for it counts): which of the pushes' tokens stand, and the bodies stored already per
+    /// identity (pushed before, or by another device or node). The standing devices' rows are
+    /// share-locked until the commit: a revocation waits for this push instead of committing
+    /// between this check and the push's writes. A push whose token was revoked since its node
+    /// looked it up is refused, whatever it holds.
+    private func checkStanding(
+        _ pushes: [AppendQueue.Push], _ decoded: [Result<RelayRange, any Error>], tenant id: Int64, on connection: PostgresConnection
+    ) async throws -> (ranges: [Result<RelayRange, any Error>], known: [IdentityKey: [[UInt8]]]) {
         let hashes = Array(Set(pushes.map(\.device.tokenHash))).map { ByteBuffer(bytes: $0) }
         let events = decoded.compactMap { try? $0.get() }.flatMap(\.events)
         let writers = events.map { ByteBuffer(bytes: $0.writer) }
@@ -120,100 +171,88 @@ extension HubDatabase {
                 known[IdentityKey(writer: Array(buffer: writer), counter: counter), default: []].append(Array(buffer: body))
             }
         }
-        // A push whose token was revoked since its node looked it up is refused, whatever it holds.
         let ranges: [Result<RelayRange, any Error>] = zip(pushes, decoded).map { push, range in
             standing.contains(push.device.tokenHash) ? range : .failure(revoked(push.device))
         }
+        return (ranges, known)
+    }
 
-        // Wrapped keys named by an event of their push (a record no event names is never sent to
-        // anyone, so it is not kept), and which of them the tenant has stored.
-        let namedKeys = ranges.map { result -> [(digest: [UInt8], key: RelayRange.Key)] in
-            guard case let .success(range) = result else { return [] }
-            let named = Set(range.events.flatMap(\.keyIDs))
-            return range.keys.filter { named.contains($0.id) }.map { (digest: $0.digest, key: $0) }
+    /// When pushes bring keys: counts the tenant's stored keys (in all and per device) into
+    /// `tenant`, and returns which of `pushed` (digests) it stores already.
+    private func readKeys(
+        _ pushed: Set<[UInt8]>, into tenant: inout TenantState, tenant id: Int64, on connection: PostgresConnection
+    ) async throws -> Set<[UInt8]> {
+        guard !pushed.isEmpty else { return [] }
+        for try await (device, count) in try await connection.query(
+            "SELECT device, count(*) FROM wrapped_keys WHERE tenant_id = \(id) GROUP BY device", logger: logger
+        ).decode((String?, Int64).self) {
+            tenant.keys += count
+            if let device { tenant.keysByDevice[device] = count }
         }
-        var storedDigests: Set<[UInt8]> = []
-        let pushedDigests = Set(namedKeys.joined().map(\.digest))
-        if !pushedDigests.isEmpty {
-            for try await (device, count) in try await connection.query(
-                "SELECT device, count(*) FROM wrapped_keys WHERE tenant_id = \(id) GROUP BY device", logger: logger
-            ).decode((String?, Int64).self) {
-                tenant.keys += count
-                if let device { tenant.keysByDevice[device] = count }
-            }
-            let pushed = pushedDigests.map { ByteBuffer(bytes: $0) }
-            for try await digest in try await connection.query(
-                "SELECT digest FROM wrapped_keys WHERE tenant_id = \(id) AND digest = ANY(\(pushed)::bytea[])", logger: logger
-            ).decode(ByteBuffer.self) { storedDigests.insert(Array(buffer: digest)) }
-        }
+        var stored: Set<[UInt8]> = []
+        let digests = pushed.map { ByteBuffer(bytes: $0) }
+        for try await digest in try await connection.query(
+            "SELECT digest FROM wrapped_keys WHERE tenant_id = \(id) AND digest = ANY(\(digests)::bytea[])", logger: logger
+        ).decode(ByteBuffer.self) { stored.insert(Array(buffer: digest)) }
+        return stored
+    }
 
-        var writes = Writes()
-        var results: [Result<RangeReceipt, any Error>] = []
-        var keysOfPush: [[[UInt8]]] = []  // the digests each accepted push stores
-        for (index, push) in pushes.enumerated() {
-            let range: RelayRange
-            switch ranges[index] {
-            case let .success(decoded): range = decoded
-            case let .failure(error):
-                results.append(.failure(error))
-                keysOfPush.append([])
-                continue
-            }
-            let before = writes.keyDigests.count
-            do {
-                results.append(.success(try Self.decide(
-                    range, keys: namedKeys[index], device: push.device.name, storedDigests: &storedDigests, tenant: &tenant, known: &known,
-                    writes: &writes)))
-                keysOfPush.append(writes.keyDigests[before...].map { Array(buffer: $0) })
-            } catch {
-                keysOfPush.append([])
-                results.append(.failure(error))
-            }
-        }
+    /// Stores the accepted keys in one statement (not one round trip per key under the
+    /// tenant's lock); returns the digests this commit stored (another node may have first).
+    private func storeKeys(_ writes: Writes, tenant id: Int64, on connection: PostgresConnection) async throws -> Set<[UInt8]> {
+        guard !writes.keyDigests.isEmpty else { return [] }
+        var stored: Set<[UInt8]> = []
+        let rows = try await connection.query(
+            """
+            INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
+            SELECT \(id), * FROM unnest(\(writes.keyDigests)::bytea[], \(writes.keyBodies)::bytea[], \(writes.keyIDs)::bytea[], \(writes.keyDevices)::text[])
+            ON CONFLICT DO NOTHING RETURNING digest
+            """, logger: logger)
+        for try await digest in rows.decode(ByteBuffer.self) { stored.insert(Array(buffer: digest)) }
+        return stored
+    }
 
-        var storedKeys: Set<[UInt8]> = []
-        if !writes.keyDigests.isEmpty {
-            // One statement, not one round trip per key under the tenant's lock.
-            let rows = try await connection.query(
-                """
-                INSERT INTO wrapped_keys (tenant_id, digest, body, key_id, device)
-                SELECT \(id), * FROM unnest(\(writes.keyDigests)::bytea[], \(writes.keyBodies)::bytea[], \(writes.keyIDs)::bytea[], \(writes.keyDevices)::text[])
-                ON CONFLICT DO NOTHING RETURNING digest
-                """, logger: logger)
-            for try await digest in rows.decode(ByteBuffer.self) { storedKeys.insert(Array(buffer: digest)) }
-        }
-        // A trim is due once enough was appended since the last (whichever node appended it), and
-        // at once when a push met the quota: the device's retry then finds the garbage gone.
-        let metQuota = results.contains { result in
-            if case let .failure(error) = result, let refusal = error as? HubRefusal, case .quotaExceeded = refusal { true } else { false }
-        }
+    /// The events, the tenant's head and counts, the devices' and the other nodes' wake-up in
+    /// one round trip (``PushWriteStatement``).
+    private func write(_ writes: Writes, tenant: TenantState, id: Int64, trimDue: Bool, notify: Bool, on connection: PostgresConnection) async throws {
         let appendedSinceTrim = tenant.appendedSinceTrim + Int64(writes.positions.count)
-        let trimDue = metQuota || appendedSinceTrim >= Self.trimThreshold
         let changed = !writes.positions.isEmpty || writes.addedBytes > 0 || trimDue
-        let notify = !writes.positions.isEmpty || !storedKeys.isEmpty
         let (devices, pushedCounts) = (Array(writes.pushedByDevice.keys), Array(writes.pushedByDevice.values))
-        let chain = ByteBuffer(bytes: tenant.chain)
-        // The events, the tenant's head and counts, the devices' and the other nodes' wake-up in
-        // one round trip (``PushWriteStatement``).
         for try await _ in try await connection.execute(
             PushWriteStatement(
                 tenant: id, positions: writes.positions, writers: writes.writers, counters: writes.counters, policies: writes.policies,
                 sizes: writes.sizes, bodies: writes.bodies, chains: writes.chains, keys: writes.keys, hlcs: writes.hlcs,
-                devices: writes.devices, head: tenant.head, chain: chain,
+                devices: writes.devices, head: tenant.head, chain: ByteBuffer(bytes: tenant.chain),
                 addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes,
                 appendedSinceTrim: trimDue ? 0 : appendedSinceTrim, vouchWriters: writes.vouchWriters, vouchCounters: writes.vouchCounters,
                 vouchBodies: writes.vouchBodies, vouchDevices: writes.vouchDevices, changed: changed, pushers: devices,
                 pushedCounts: pushedCounts, channel: Self.channel, payload: String(id), notify: notify),
             logger: logger) {}
+    }
 
-        let receipts = zip(results, keysOfPush).map { result, digests in
-            result.map { receipt in
-                var receipt = receipt
-                receipt.keys = digests.filter { storedKeys.contains($0) }.count
-                return receipt
-            }
+    /// Refuses a push that would take the device or the tenant over a quota: keys (at most
+    /// `maxKeysPerDevice` per device and `maxKeys` per tenant), events, bytes.
+    private static func checkQuotas(
+        _ tenant: TenantState, device: String, storedByDevice: Int64, newKeys: Int, events appended: Int64, bytes addedBytes: Int64
+    ) throws {
+        if newKeys > 0, storedByDevice + Int64(newKeys) > maxKeysPerDevice {
+            throw HubRefusal.quotaExceeded(
+                "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(newKeys) more: "
+                    + "a device stores at most \(maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
         }
-        return (receipts, trimDue)
+        if newKeys > 0, tenant.keys + Int64(newKeys) > maxKeys {
+            throw HubRefusal.quotaExceeded(
+                "the tenant holds \(tenant.keys) wrapped keys and this push brings \(newKeys) more: at most \(maxKeys) are kept "
+                    + "(the operator frees them with `chronicle hub keys drop`)")
+        }
+        if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
+            throw HubRefusal.quotaExceeded(
+                "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator")
+        }
+        if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
+            throw HubRefusal.quotaExceeded(
+                "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
+        }
     }
 
     /// One push's receipt, its items added to `writes` and the tenant's state (and `known`,
@@ -251,28 +290,9 @@ extension HubDatabase {
         var digests: [[UInt8]: RelayRange.Key] = [:]
         for (digest, key) in pushedKeys where !storedDigests.contains(digest) { digests[digest] = key }
         let storedByDevice = tenant.keysByDevice[device] ?? 0
-        if !digests.isEmpty {
-            if storedByDevice + Int64(digests.count) > maxKeysPerDevice {
-                throw HubRefusal.quotaExceeded(
-                    "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(digests.count) more: "
-                        + "a device stores at most \(maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
-            }
-            if tenant.keys + Int64(digests.count) > maxKeys {
-                throw HubRefusal.quotaExceeded(
-                    "the tenant holds \(tenant.keys) wrapped keys and this push brings \(digests.count) more: at most \(maxKeys) are kept "
-                        + "(the operator frees them with `chronicle hub keys drop`)")
-            }
-            addedBytes += digests.values.reduce(0) { $0 + Int64($1.bytes.count) }
-        }
+        addedBytes += digests.values.reduce(0) { $0 + Int64($1.bytes.count) }
+        try checkQuotas(tenant, device: device, storedByDevice: storedByDevice, newKeys: digests.count, events: Int64(fresh.count), bytes: addedBytes)
         let appended = Int64(fresh.count)
-        if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
-            throw HubRefusal.quotaExceeded(
-                "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator")
-        }
-        if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
-            throw HubRefusal.quotaExceeded(
-                "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
-        }
 
         // Accepted: positions and chain hashes, in range order.
         for event in fresh {
@@ -311,6 +331,14 @@ extension HubDatabase {
 
 /// A tenant's appends on this node, in arrival order: one push at a time has the turn, and
 /// commits the others waiting (no connection held while they wait).
+///
+/// The shape of the log's `GroupCommitter` (the first in leads, takes whoever waits, bounded by
+/// count and bytes, commits once and answers each), but not that type, for two reasons: the
+/// log's committer blocks threads (a waiter sleeps on a semaphore while a synchronous LMDB
+/// transaction runs), where a node's pushes are async requests on NIO's event loops that must
+/// never block one; and it keeps one queue per store, where a node keeps one per tenant, so a
+/// tenant's turn never waits behind another tenant's. The hub also may not import the log
+/// (scripts/check-layers.sh).
 final class AppendQueue: Sendable {
     /// One push: the body as received, decoded in its turn.
     struct Push: Sendable {
