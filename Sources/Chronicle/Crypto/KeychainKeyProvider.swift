@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 #if canImport(Security)
 import ChronicleSodium
 public import Foundation

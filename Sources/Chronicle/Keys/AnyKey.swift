@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// The namespace you extend to declare keys.
 ///
 /// Declare keys once, as static members of an extension, and use them with

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// A typed key: its name, its type, its default and its sync policy.
 ///
 /// Every entry point of the store takes a `Key`: `store[key]`, `value(for:)`, `set(_:for:)`,

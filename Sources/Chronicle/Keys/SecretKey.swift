@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// A key whose value is a secret: sealed with the store's data key, kept in the secrets view.
 ///
 /// A `SecretKey` is a ``Key``, so every call that takes a key takes it; ``Secret`` takes only a

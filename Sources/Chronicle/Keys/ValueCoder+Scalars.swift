@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 import Foundation
 
 /// A stored primitive payload, read as whichever primitive type asks for it, when that type

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 import Foundation
 
 /// The type a value typed as text is stored as (`chronicle set --type`): what the app's key

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 import Foundation
 
 /// Optional values: `nil` is a remove, `.some` encodes the wrapped value.

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 import Foundation
 
 /// How a value's payload is encoded. Stored in every event and view entry.

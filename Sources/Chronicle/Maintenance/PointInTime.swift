@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 public import Foundation
 
 /// A point in a log, for point-in-time copies.

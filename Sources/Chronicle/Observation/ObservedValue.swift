@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 #if canImport(Observation)
 public import Observation
 

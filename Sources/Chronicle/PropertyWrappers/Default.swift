@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// A property backed by a key of a ``Store``: reads come from the defaults
 /// view, writes append events.
 ///

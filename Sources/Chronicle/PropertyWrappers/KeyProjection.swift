@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// What `$property` gives for ``Default`` and ``Secret`` properties.
 public struct KeyProjection<Value: Codable & Sendable>: Sendable {
     let store: Store

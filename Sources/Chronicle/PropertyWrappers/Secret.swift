@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 /// A property backed by a secret of a ``Store``: reads decrypt from the
 /// secrets view, writes seal and append events.
 ///

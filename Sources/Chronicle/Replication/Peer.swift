@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 public import Foundation
 
 /// A replication peer: a name for reports and logs, and a transport.

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 import Foundation
 import Logging
 

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 public import Foundation
 
 /// How a ``Replicator`` talks to one peer.

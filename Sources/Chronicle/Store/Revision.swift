@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 public import Foundation
 
 /// One revision of a key, from its history.

@@ -1,5 +1,4 @@
 import ChronicleFormat
-import ChronicleLog
 public import Foundation
 
 extension Store {

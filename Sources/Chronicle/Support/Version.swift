@@ -1,4 +1,3 @@
 import ChronicleFormat
-import ChronicleLog
 /// The version of the Chronicle library (and of the `chronicle` tool built with it).
 public let chronicleVersion = "0.3.0"
