@@ -108,6 +108,16 @@ final class Keyring: EventSealer {
 
     // MARK: - Opening
 
+    /// What the keyring takes from a store's configuration (the facade's `Store.Configuration`
+    /// is the store's, so it hands down only these).
+    struct Options: Sendable {
+        /// The explicit key source; `nil`: the default key file, created lazily (not a member).
+        var keySource: KeySource?
+        var keyDerivationCost: KeyDerivationCost
+        var travelKeyCost: KeyDerivationCost
+        var maxReceivedKeyDerivationsPerMinute: Int
+    }
+
     /// Opens the keyring of a log's key records with the configured key source.
     ///
     /// With an explicit key source, a store without a data key gets one now,
@@ -115,7 +125,7 @@ final class Keyring: EventSealer {
     /// written). Without one, the default key file is used and created lazily.
     /// - Parameter source: the key source already read (a copy of an open store, whose
     ///   configuration keeps no passphrase); else the configuration's.
-    static func open(keyRecords: KeyRecords, configuration: Store.Configuration, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
+    static func open(keyRecords: KeyRecords, configuration: Options, source given: Source? = nil) -> Result<Keyring, ChronicleError> {
         do {
             for cost in [configuration.keyDerivationCost, configuration.travelKeyCost] {
                 if let problem = cost.problem { throw ChronicleError.invalidArgument(problem) }

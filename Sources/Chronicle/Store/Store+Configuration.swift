@@ -83,3 +83,12 @@ extension Store.Configuration {
             retention: retention)
     }
 }
+
+extension Store.Configuration {
+    /// What the keyring takes of this configuration.
+    var keyringOptions: Keyring.Options {
+        Keyring.Options(
+            keySource: keySource, keyDerivationCost: keyDerivationCost, travelKeyCost: travelKeyCost,
+            maxReceivedKeyDerivationsPerMinute: maxReceivedKeyDerivationsPerMinute)
+    }
+}

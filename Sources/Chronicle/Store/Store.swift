@@ -29,7 +29,7 @@ public final class Store: Sendable {
     /// The store's directory.
     public let directory: URL
     /// The open observation channels of this store, one per observed key and value type.
-    let channels = Mutex<[ChannelID: OpenChannel]>([:])
+    let channels = KeyChannels()
 
     /// Opens the store in `directory`, creating the directory and the store when absent.
     ///
@@ -51,7 +51,7 @@ public final class Store: Sendable {
         let lease = try EventLogRegistry.lease(directory: directory, configuration: configuration.logOptions)
         self.backend = .success(lease)
         self.directory = directory
-        self.crypto = Keyring.open(keyRecords: lease.eventLog.keyRecords, configuration: configuration, source: keySource)
+        self.crypto = Keyring.open(keyRecords: lease.eventLog.keyRecords, configuration: configuration.keyringOptions, source: keySource)
         // The keyring holds the key material in secure memory now: keep no passphrase string.
         var kept = configuration
         kept.keySource = configuration.keySource?.redacted

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// The shape of the sources, checked on the files themselves: the facade's folders depend on
+/// one another in one direction only, and no source file outgrows a reader. (The modules' wall
+/// is the compiler's and scripts/check-layers.sh's.)
+struct SourceLayoutTests {
+    static let root = DocumentationTests.root
+
+    /// The Swift files under `directory`, by path relative to the package root.
+    static func swiftFiles(under directory: String) throws -> [String] {
+        let base = root.appendingPathComponent(directory)
+        guard let walker = FileManager.default.enumerator(atPath: base.path) else { return [] }
+        return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.map { "\(directory)/\($0)" }
+    }
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Folder A uses folder B when a file of A names a type declared in B (comments aside). A
+    /// loop (A uses B and B uses A) is two topics that cannot be read apart.
+    @Test func theFacadesFoldersDependOneWay() throws {
+        let facade = "Sources/Chronicle"
+        let files = try Self.swiftFiles(under: facade)
+        func folder(_ path: String) -> String { path.dropFirst(facade.count + 1).split(separator: "/").first.map(String.init) ?? "" }
+        let declaration = try Regex(
+            #"(?m)^(?:public |package |internal |private |fileprivate )?(?:final )?(?:actor|class|struct|enum|protocol|typealias)\s+(\w+)"#)
+        var owner: [String: String] = [:]
+        var code: [String: String] = [:]
+        for file in files {
+            let text = try Self.read(file)
+            code[file] = text.split(separator: "\n", omittingEmptySubsequences: false)
+                .map { line in line.firstRange(of: "//").map { String(line[..<$0.lowerBound]) } ?? String(line) }
+                .joined(separator: "\n")
+            for match in text.matches(of: declaration) {
+                if let name = match.output[1].substring { owner[String(name)] = folder(file) }
+            }
+        }
+        var uses: [String: [String: String]] = [:]  // folder → used folder → an example
+        for (file, text) in code {
+            let words = Set(text.split { !$0.isLetter && !$0.isNumber && $0 != "_" }.map(String.init))
+            for word in words {
+                guard let other = owner[word], other != folder(file) else { continue }
+                uses[folder(file), default: [:]][other] = "\(file) names \(word)"
+            }
+        }
+        for (a, used) in uses {
+            for (b, example) in used where a < b {
+                if let back = uses[b]?[a] {
+                    Issue.record("the folders \(a) and \(b) use each other: \(example); \(back)")
+                }
+            }
+        }
+    }
+
+    /// No source file of the library or the tools over 450 lines.
+    @Test func noSourceFileIsOver450Lines() throws {
+        var long: [String] = []
+        for directory in ["Sources", "Tools/Sources"] {
+            for file in try Self.swiftFiles(under: directory) {
+                let lines = try Self.read(file).split(separator: "\n", omittingEmptySubsequences: false).count
+                if lines > 450 { long.append("\(file): \(lines) lines") }
+            }
+        }
+        #expect(long.isEmpty, "\(long)")
+    }
+}
