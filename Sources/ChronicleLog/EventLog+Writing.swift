@@ -150,8 +150,10 @@ extension EventLog {
             var event = Event(
                 origin: writer, counter: eventCounter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
-            if let sealer = change.sealer { try sealer.seal(&event, txn, &head) }
-            if let authenticator = change.authenticator { try authenticator.authenticate(&event, txn, &head) }
+            if let sealer = change.sealer { try sealer.seal(&event, with: try keyRecords.sealingKey(sealer, txn, &head)) }
+            if let authenticator = change.authenticator {
+                try authenticator.authenticate(&event, with: try keyRecords.sealingKey(authenticator, txn, &head))
+            }
             let (sequence, won) = try append(event, txn, &head)
             if change.ticket != 0, watchedCount.load(ordering: .acquiring) > 0 {
                 watchedTickets.withLock { watched in

@@ -1,19 +1,34 @@
 package import ChronicleFormat
-package import ChronicleLMDB
+package import ChronicleSodium
 
-/// The transaction the log layer lends to the code above it (sealing and key
-/// records) for the length of one operation. Only the log layer reads or
-/// writes through it; callers hand it back to the named operations below.
-package typealias LogTransaction = Transaction
+/// The key an event is sealed and authenticated with, as the crypto code hands it to the log.
+package struct SealingKey: Sendable {
+    package var id: KeyID
+    package var key: SecureBytes
+    /// A key made for the occasion (no key was active): the log stores this record, makes the
+    /// key active and keys the chain with it, in the transaction that appends the event.
+    package var created: WrappedKey?
 
-/// What the log layer asks of the crypto code while it appends an event: seal
-/// its payload in place, inside the write transaction (so a new data key and
-/// the event that first uses it commit together).
+    package init(id: KeyID, key: SecureBytes, created: WrappedKey? = nil) {
+        self.id = id
+        self.key = key
+        self.created = created
+    }
+}
+
+/// What the log layer asks of the crypto code while it appends an event: which key seals it,
+/// then seal its payload, or authenticate it, in place. The log holds the transaction; the
+/// crypto code sees key records only, as values (so a new data key and the event that first
+/// uses it commit together, and no transaction leaves the log).
 package protocol EventSealer: Sendable {
+    /// The key new events are sealed and authenticated with. `active` is the active key's id
+    /// (`nil`: none yet: make one, returned as `created`); `record` reads a wrapped key in the
+    /// appending transaction (for a key not unwrapped yet).
+    func sealingKey(active: KeyID?, record: (KeyID) throws -> WrappedKey?) throws -> SealingKey
     /// Seals the event's payload (sets `sealed` and replaces the payload with an envelope).
-    func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+    func seal(_ event: inout Event, with key: SealingKey) throws
     /// Sets the event's authenticator: a keyed MAC over its canonical encoding.
-    func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws
+    func authenticate(_ event: inout Event, with key: SealingKey) throws
 }
 
 /// What the log layer asks of the crypto code while it imports a range: whether an event

@@ -20,6 +20,103 @@ package struct KeyRecords: Sendable {
     /// The chain keys the log hashes with (the keyring installs them once it opens a key).
     package var chainKeys: ChainKeys { log.chainKeys }
 
+    // MARK: - What the keyring asks, each in a transaction of its own
+
+    /// The ids of the active key and of the key that keys the chain (`nil`: none).
+    package func activeAndChainKeyIDs() throws -> (active: KeyID?, chain: KeyID?) {
+        try readKeyRecords { txn in (try activeKeyID(txn), try chainKeyID(txn)) }
+    }
+
+    /// The active key's record, if a key is active and its record is here.
+    package func activeRecord() throws -> WrappedKey? {
+        try readKeyRecords { txn in try activeKeyID(txn).flatMap { try wrappedKey($0, txn) } }
+    }
+
+    /// The wrapped data key `id`, or `nil` when this replica does not hold it.
+    package func wrappedKey(_ id: KeyID) throws -> WrappedKey? {
+        try readKeyRecords { txn in try wrappedKey(id, txn) }
+    }
+
+    /// The ids of every wrapped data key, in key order.
+    package func wrappedKeyIDs() throws -> [KeyID] {
+        try readKeyRecords { txn in try wrappedKeyIDs(txn) }
+    }
+
+    /// Every wrapped data key (never a plaintext key).
+    package func wrappedKeys() throws -> [WrappedKey] {
+        try readKeyRecords { txn in try wrappedKeys(txn) }
+    }
+
+    /// The wrapped data keys that have no travel wrap yet.
+    package func wrappedKeysWithoutTravelWrap() throws -> [WrappedKey] {
+        try readKeyRecords { txn in try wrappedKeys(txn).filter { try !hasTravelKey($0.id, txn) } }
+    }
+
+    /// Every wrapped data key as it travels: its travel wrap when it has one, else as stored.
+    package func travelKeys() throws -> [WrappedKey] {
+        try readKeyRecords { txn in try wrappedKeyIDs(txn).compactMap { try travelKey($0, txn) } }
+    }
+
+    /// Stores wrapped data keys (replacing records with the same ids), in one transaction.
+    package func putWrappedKeys(_ records: [WrappedKey]) throws {
+        guard !records.isEmpty else { return }
+        _ = try writeKeyRecords { txn, _ in for record in records { try putWrappedKey(record, txn) } }
+    }
+
+    /// Stores travel wraps of data keys, in one transaction.
+    package func putTravelKeys(_ records: [WrappedKey]) throws {
+        guard !records.isEmpty else { return }
+        _ = try writeKeyRecords { txn, _ in for record in records { try putTravelKey(record, txn) } }
+    }
+
+    /// Replaces every wrapped data key with what `rewrap` makes of it, in one transaction (a
+    /// key that arrives meanwhile is rewrapped too, or the whole change fails).
+    package func rewrapAll(_ rewrap: (WrappedKey) throws -> WrappedKey) throws {
+        _ = try writeKeyRecords { txn, _ in
+            let rewrapped = try wrappedKeys(txn).map(rewrap)
+            for record in rewrapped { try putWrappedKey(record, txn) }
+        }
+    }
+
+    /// Stores `record` and makes it the active key (older keys keep opening older events).
+    package func activate(_ record: WrappedKey) throws {
+        _ = try writeKeyRecords { txn, _ in
+            try putWrappedKey(record, txn)
+            try setActiveKeyID(record.id, txn)
+        }
+    }
+
+    /// Stores `record` and makes it the active key, and keys the chain with it, unless a key is
+    /// active already (another process made one first). Returns whether it did.
+    package func activateFirst(_ record: WrappedKey, dataKey: SecureBytes) throws -> Bool {
+        try writeKeyRecords { txn, head in
+            guard try activeKeyID(txn) == nil else { return false }
+            try putWrappedKey(record, txn)
+            try setActiveKeyID(record.id, txn)
+            try keyChain(with: record.id, dataKey: dataKey, txn, &head)
+            return true
+        }
+    }
+
+    /// Keys the hash chain with data key `id` when it is not keyed yet (see ``keyChain(with:dataKey:_:_:)``).
+    package func keyChain(with id: KeyID, dataKey: SecureBytes) throws {
+        _ = try writeKeyRecords { txn, head in try keyChain(with: id, dataKey: dataKey, txn, &head) }
+    }
+
+    /// The key `sealer` seals and authenticates with in this transaction: the active key, or a
+    /// first key the sealer makes, which is stored here, made active and keys the chain.
+    func sealingKey(_ sealer: any EventSealer, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> SealingKey {
+        let key = try sealer.sealingKey(active: try activeKeyID(txn)) { id in try wrappedKey(id, txn) }
+        if let created = key.created {
+            try putWrappedKey(created, txn)
+            try setActiveKeyID(key.id, txn)
+            try keyChain(with: key.id, dataKey: key.key, txn, &head)
+        }
+        return key
+    }
+
+    // MARK: -
+
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
     package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] { try log.deferredKeyRecords() }
 
@@ -27,26 +124,26 @@ package struct KeyRecords: Sendable {
     package func waitingKeyIDs() throws -> Set<KeyID> { try log.waitingKeyIDs() }
 
     /// Runs `body` in a read transaction.
-    package func readKeyRecords<R>(_ body: (borrowing LogTransaction) throws -> R) throws -> R {
+    func readKeyRecords<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         try environment.read { txn in try body(txn) }
     }
 
     /// Runs `body` in a write transaction with the log head, which is written back when `body` returns.
-    package func writeKeyRecords<R>(_ body: (borrowing LogTransaction, inout LogHead) throws -> R) throws -> R {
+    func writeKeyRecords<R>(_ body: (borrowing Transaction, inout LogHead) throws -> R) throws -> R {
         try log.withHead(.always, body)
     }
 
     /// The id of the key that seals new events, if any.
-    package func activeKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+    func activeKeyID(_ txn: borrowing Transaction) throws -> KeyID? {
         try txn.get(dbs.meta, key: MetaKey.activeKey).map { try KeyID(metaEntry: "active key", $0) }
     }
 
-    package func setActiveKeyID(_ id: KeyID, _ txn: borrowing LogTransaction) throws {
+    func setActiveKeyID(_ id: KeyID, _ txn: borrowing Transaction) throws {
         try txn.put(dbs.meta, key: MetaKey.activeKey, value: id.bytes)
     }
 
     /// The id of the data key whose chain subkey keys the hash chain (`nil`: an unkeyed chain).
-    package func chainKeyID(_ txn: borrowing LogTransaction) throws -> KeyID? {
+    func chainKeyID(_ txn: borrowing Transaction) throws -> KeyID? {
         try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
     }
 
@@ -54,7 +151,7 @@ package struct KeyRecords: Sendable {
     /// chain-key record (hashed with the new key) naming the key, so the log itself says where
     /// its chain became keyed and no edit of `meta` can turn it back. Returns whether it did.
     @discardableResult
-    package func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> Bool {
+    func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
         guard head.chainKeyID == nil else { return false }
         // Gaps made before are MAC'd with no key: they get the key's MAC now, but only in a log
         // that never held a chain-key record (one that did had its meta edited to forget it, and
@@ -70,12 +167,12 @@ package struct KeyRecords: Sendable {
     }
 
     /// Appends the record that keys the chain from itself on with data key `id`'s chain subkey.
-    package func appendChainKeyRecord(_ id: KeyID, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
+    func appendChainKeyRecord(_ id: KeyID, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
         try log.appendRecord(.chainKey, body: id.bytes, key: try chainKeys.key(id), txn, &head)
     }
 
     /// The wrapped data key `id`, or `nil` when this replica does not hold it.
-    package func wrappedKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+    func wrappedKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> WrappedKey? {
         guard let bytes = try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) else { return nil }
         do { return try WrappedKey(decoding: bytes) } catch {
             throw ChronicleError.corruptKeyRecord(id: id.description, reason: error.description)
@@ -83,7 +180,7 @@ package struct KeyRecords: Sendable {
     }
 
     /// The ids of every wrapped data key, in key order.
-    package func wrappedKeyIDs(_ txn: borrowing LogTransaction) throws -> [KeyID] {
+    func wrappedKeyIDs(_ txn: borrowing Transaction) throws -> [KeyID] {
         var ids: [KeyID] = []
         try txn.scan(dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
             guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
@@ -94,12 +191,12 @@ package struct KeyRecords: Sendable {
     }
 
     /// Every wrapped data key (never a plaintext key).
-    package func wrappedKeys(_ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+    func wrappedKeys(_ txn: borrowing Transaction) throws -> [WrappedKey] {
         try wrappedKeyIDs(txn).compactMap { id in try wrappedKey(id, txn) }
     }
 
     /// The wrapped data key `id` as it travels: its travel wrap when it has one, else as stored.
-    package func travelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey? {
+    func travelKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> WrappedKey? {
         if let bytes = try txn.get(dbs.meta, key: MetaKey.travelKey(id)) {
             do { return try WrappedKey(decoding: bytes) } catch {
                 throw ChronicleError.corruptKeyRecord(id: id.description, reason: "travel wrap: \(error.description)")
@@ -109,17 +206,17 @@ package struct KeyRecords: Sendable {
     }
 
     /// Whether data key `id` has a travel wrap.
-    package func hasTravelKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> Bool {
+    func hasTravelKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> Bool {
         try txn.get(dbs.meta, key: MetaKey.travelKey(id)) != nil
     }
 
     /// Stores the travel wrap of a data key.
-    package func putTravelKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+    func putTravelKey(_ record: WrappedKey, _ txn: borrowing Transaction) throws {
         try txn.put(dbs.meta, key: MetaKey.travelKey(record.id), value: record.encoded())
     }
 
     /// Stores a wrapped data key (replacing a record with the same id).
-    package func putWrappedKey(_ record: WrappedKey, _ txn: borrowing LogTransaction) throws {
+    func putWrappedKey(_ record: WrappedKey, _ txn: borrowing Transaction) throws {
         try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: record.encoded())
     }
 
@@ -131,7 +228,7 @@ package struct KeyRecords: Sendable {
     /// one first reaches this relay to keep it from here (members still get it from any peer
     /// that has it).
     @discardableResult
-    package func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing LogTransaction) throws -> Int {
+    func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing Transaction) throws -> Int {
         var added = 0
         let now = UnixMilliseconds.now()
         for record in records {
@@ -151,7 +248,7 @@ package struct KeyRecords: Sendable {
     /// it is there already; past ``alternatesPerKey`` it replaces the newest alternate, so the
     /// earliest arrivals stay. Arrivals under one id are strictly increasing (a record arriving
     /// in the same millisecond as the newest counts one more), so "newest" is never a tie.
-    package func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing LogTransaction) throws {
+    func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing Transaction) throws {
         let alternates = try alternateEntries(id, txn)
         guard !alternates.contains(where: { $0.value == record }) else { return }
         let newest = alternates.max { $0.arrival < $1.arrival }  // ties only among records stored before arrivals were
@@ -163,7 +260,7 @@ package struct KeyRecords: Sendable {
     /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
     /// relay, as alternates under the key id every version keeps at the same place: only records
     /// an item of the batch names (`named`), of at most ``newerKindRecordLimit`` bytes.
-    package func addNewerKindKeys(_ records: [[UInt8]], named: Set<KeyID>, _ txn: borrowing LogTransaction) throws {
+    func addNewerKindKeys(_ records: [[UInt8]], named: Set<KeyID>, _ txn: borrowing Transaction) throws {
         let now = UnixMilliseconds.now()
         for record in records where record.count <= Self.newerKindRecordLimit {
             guard let id = WrappedKey.keyID(ofRecord: record), named.contains(id) else { continue }
@@ -175,7 +272,7 @@ package struct KeyRecords: Sendable {
     package static let newerKindRecordLimit = 4096
 
     /// The alternate records under key id `id` that this build cannot decode (a newer build's).
-    package func newerKindKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [[UInt8]] {
+    func newerKindKeys(_ id: KeyID, _ txn: borrowing Transaction) throws -> [[UInt8]] {
         try alternateEntries(id, txn).map(\.value).filter { WrappedKey.isOfNewerKind($0) }
     }
 
@@ -183,7 +280,7 @@ package struct KeyRecords: Sendable {
     package static let alternatesPerKey = 16
 
     /// The alternate records kept under key id `id`, with their `meta` keys and arrival (0: before it was recorded).
-    private func alternateEntries(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [(key: [UInt8], arrival: UInt64, value: [UInt8])] {
+    private func alternateEntries(_ id: KeyID, _ txn: borrowing Transaction) throws -> [(key: [UInt8], arrival: UInt64, value: [UInt8])] {
         let prefix = MetaKey.alternateKeyPrefix + id.bytes
         var entries: [(key: [UInt8], arrival: UInt64, value: [UInt8])] = []
         try txn.scan(dbs.meta, from: prefix) { key, value in
@@ -231,7 +328,7 @@ package struct KeyRecords: Sendable {
     package static let unopenedCapacity = 4096
 
     /// The alternate records kept under key id `id`.
-    package func alternateKeys(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> [WrappedKey] {
+    func alternateKeys(_ id: KeyID, _ txn: borrowing Transaction) throws -> [WrappedKey] {
         try alternateEntries(id, txn).compactMap { try? WrappedKey(decoding: $0.value) }
     }
 }

@@ -53,7 +53,7 @@ struct CarrierAbuseTests {
         store[.groupTheme] = "dark"
         try store.set("s3cr3t", for: .groupToken)
         let eventLog = try store.eventLog
-        let own = try eventLog.keyRecords.readKeyRecords { txn in try eventLog.keyRecords.wrappedKeys(txn) }
+        let own = try eventLog.keyRecords.wrappedKeys()
         let model = try #require(own.first)
         var extra = [MetaKey.activeKey]
         if deletingOwnKeyRecords { extra += own.flatMap { [MetaKey.wrappedKey($0.id), MetaKey.travelKey($0.id)] } }

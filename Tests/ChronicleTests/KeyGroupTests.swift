@@ -50,7 +50,7 @@ struct TravellingKeyTests {
         try withTemporaryStore(configuration: configuration) { store, _ in
             try store.set("s3cr3t", for: .groupToken)  // a secret that syncs
             let moderate = KeyDerivationCost.moderate
-            let atRest = try store.eventLog.keyRecords.readKeyRecords { txn in try store.eventLog.keyRecords.wrappedKeys(txn) }
+            let atRest = try store.eventLog.keyRecords.wrappedKeys()
             #expect(atRest.allSatisfy { $0.limits.opsLimit < moderate.passes })  // cheap at rest, as configured
             let range = try EventRange(decoding: Array(try store.exportRange(after: 0)))
             let bundle = try KeyBundle.decode(Array(try store.exportDataKeys()))

@@ -7,8 +7,10 @@ import Testing
 @Suite struct LocalWriteQueueTests {
     /// A sealer that is never called: the queue only asks whether a change has one.
     struct MarkedSecret: EventSealer {
-        func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {}
-        func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {}
+        struct NeverCalled: Error {}
+        func sealingKey(active: KeyID?, record: (KeyID) throws -> WrappedKey?) throws -> SealingKey { throw NeverCalled() }
+        func seal(_ event: inout Event, with key: SealingKey) throws {}
+        func authenticate(_ event: inout Event, with key: SealingKey) throws {}
     }
 
     static func change(_ name: String, _ value: UInt8, domain: Domain = .defaults, sealed: Bool = false) -> PendingChange {

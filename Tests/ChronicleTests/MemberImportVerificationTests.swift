@@ -100,7 +100,7 @@ struct MemberImportVerificationTests {
             try fill(honest, 3)
             let full = try wholeRange(honest)
             let keyIDs = Set(full.events.compactMap { $0.authenticator?.keyID })
-            let victimKey = try victim.eventLog.keyRecords.readKeyRecords { txn in try victim.eventLog.keyRecords.activeKeyID(txn) }
+            let victimKey = try victim.eventLog.keyRecords.activeAndChainKeyIDs().active
             try #require(!keyIDs.isEmpty)
             try #require(victimKey == nil || !keyIDs.contains(victimKey!), "each member draws its own data key")
             // 1: the events without their key, plus forgeries under the same (unknown) key.

@@ -188,7 +188,7 @@ struct TamperEvidenceTests {
         }
         // Nothing was written: the forged store is as the forger left it.
         let inspected = try Store(directory: directory)  // opened without the key: reads plain values, mints nothing
-        #expect(try inspected.eventLog.keyRecords.readKeyRecords { txn in try inspected.eventLog.keyRecords.activeKeyID(txn) } == nil)
+        #expect(try inspected.eventLog.keyRecords.activeAndChainKeyIDs().active == nil)
     }
 
     /// Once a replica's events carry authenticators, a later one without is reported by `verify`:

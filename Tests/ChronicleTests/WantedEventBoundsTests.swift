@@ -143,7 +143,7 @@ struct WantedEventBoundsTests {
     /// from its peer. And sixteen such failures must not spend the identity.
     @Test func aFailedRequestForLostEventsDoesNotStopThePush() async throws {
         try await withGroup { victim, honest, _ in
-            let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
+            let keyID = try #require(try victim.eventLog.keyRecords.activeAndChainKeyIDs().active)
             let lost = EventIdentity(writer: .random(), counter: 7)
             try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
             let peer = LossyRelayTransport(base: StoreTransport(store: honest))
@@ -160,7 +160,7 @@ struct WantedEventBoundsTests {
     /// the member's asks: once a peer that can ask is reached, the identity is still wanted.
     @Test func asksAreNotSpentOnAPeerThatCannotAsk() async throws {
         try await withGroup { victim, honest, _ in
-            let keyID = try #require(try victim.eventLog.keyRecords.readKeyRecords { try victim.eventLog.keyRecords.activeKeyID($0) })
+            let keyID = try #require(try victim.eventLog.keyRecords.activeAndChainKeyIDs().active)
             let lost = EventIdentity(writer: .random(), counter: 7)
             try victim.eventLog.environment.write { txn in try WantedEvents.record([(lost, keyID)], now: UnixMilliseconds.now(), txn, victim.eventLog.dbs) }
             let old = LossyRelayTransport(base: StoreTransport(store: honest))

@@ -10,8 +10,8 @@ import Synchronization
 /// The MAC key is `crypto_kdf_derive_from_key(32, subkey id 3, context "chr.auth", data key)`;
 /// the tag is `BLAKE2b-256(key: MAC key, Event.authenticatedBytes(keyID:))`.
 extension Keyring {
-    func authenticate(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
-        let (id, key) = try activeKey(txn, &head)
+    func authenticate(_ event: inout Event, with sealing: SealingKey) throws {
+        let (id, key) = (sealing.id, sealing.key)
         let tag = event.authenticationTag(keyID: id, key: try authenticationKey(id, dataKey: key), encoded: nil)
         event.authenticator = Event.Authenticator(keyID: id, tag: tag)
     }
@@ -31,7 +31,7 @@ extension Keyring: EventVerifier {
     /// Unwraps every data key of this store that its key source opens (for `verify`).
     /// - Throws: `.corruptMeta` when the key records cannot be listed.
     func unwrapLocalKeys() throws {
-        for id in try keyRecords.readKeyRecords({ txn in try keyRecords.wrappedKeyIDs(txn) }) { _ = try? dataKey(id) }
+        for id in try keyRecords.wrappedKeyIDs() { _ = try? dataKey(id) }
     }
 
     /// `nil` when `event` carries a valid authenticator under a data key this keyring has
@@ -123,7 +123,7 @@ extension Keyring {
         guard isMember else { return Self.screenWithoutKeyring(range, minimum: travelLimits) }
         var screening = KeyScreening()
         var derivations = 0
-        var known = try keyRecords.readKeyRecords { txn in Set(try keyRecords.wrappedKeyIDs(txn)) }
+        var known = Set(try keyRecords.wrappedKeyIDs())
         var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
         for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
         for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
@@ -210,7 +210,7 @@ extension Keyring {
     /// the file nothing it could test a passphrase guess with, short of Argon2id.
     func unopenedTagKey(needed: Bool) throws -> SecureBytes? {
         guard needed, case .passphrase = sourceValue else { return nil }
-        let active = try keyRecords.readKeyRecords { txn in try keyRecords.activeKeyID(txn).flatMap { try keyRecords.wrappedKey($0, txn) } }
+        let active = try keyRecords.activeRecord()
         guard let active, active.kind == .passphrase else { return nil }
         return try KeyDerivation.derive(length: 32, id: 4, context: "chr.unop", from: try kek(for: active))
     }

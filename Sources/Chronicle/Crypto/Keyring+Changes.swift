@@ -11,23 +11,17 @@ extension Keyring {
     func changeSource(to newSource: Source) throws {
         // Every Argon2id run (unwrapping with the old source, one fresh salt for the new) happens
         // before the write transaction.
-        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
+        let records = try keyRecords.wrappedKeys()
         var unwrapped: [KeyID: SecureBytes] = [:]
         for record in records { unwrapped[record.id] = try unwrap(record) }
         let wrapping = try wrappingKey(for: newSource, reusing: nil)
-        _ = try keyRecords.writeKeyRecords { txn, _ in
-            let now = UnixMilliseconds.now()
-            let keys = try keyRecords.wrappedKeys(txn).map { record in
-                guard let key = unwrapped[record.id] ?? state.withLock({ $0.dataKeys[record.id] }) else {
-                    throw ChronicleError.storeUnavailable(reason: "a data key arrived during the change of key source; change it again")
-                }
-                return (record, key)
+        let now = UnixMilliseconds.now()
+        try keyRecords.rewrapAll { record in
+            guard let key = unwrapped[record.id] ?? state.withLock({ $0.dataKeys[record.id] }) else {
+                throw ChronicleError.storeUnavailable(reason: "a data key arrived during the change of key source; change it again")
             }
-            for (record, key) in keys {
-                let wrapped = try WrappedKey.wrap(
-                    key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)
-                try keyRecords.putWrappedKey(wrapped, txn)
-            }
+            return try WrappedKey.wrap(
+                key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)
         }
         state.withLock { state in
             state.source = newSource
@@ -37,16 +31,14 @@ extension Keyring {
 
     /// Makes a new data key active; older keys keep opening older events.
     func rotate() throws -> KeyID {
-        try keyRecords.writeKeyRecords { txn, _ in
-            let (id, _) = try createKey(txn)
-            try keyRecords.setActiveKeyID(id, txn)
-            return id
-        }
+        let (id, _, record) = try newKey(reusing: try? keyRecords.activeRecord())
+        try keyRecords.activate(record)
+        return id
     }
 
     /// Every wrapped data key (never a plaintext key).
     func wrappedKeys() throws -> [WrappedKey] {
-        try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
+        try keyRecords.wrappedKeys()
     }
 
     /// Stores wrapped keys received from another replica, after checking that each unwraps here.
@@ -59,9 +51,7 @@ extension Keyring {
             }
         }
         let unwrapped = try fresh.map { ($0, try unwrap($0)) }  // all or nothing: .wrongKey before any write
-        try keyRecords.writeKeyRecords { txn, _ in
-            for (record, _) in unwrapped { try keyRecords.putWrappedKey(record, txn) }
-        }
+        try keyRecords.putWrappedKeys(unwrapped.map(\.0))
         state.withLock { state in
             for (record, key) in unwrapped { state.dataKeys[record.id] = key }
         }
@@ -77,13 +67,8 @@ extension Keyring {
     func prepareTravelKeys() throws {
         guard case let .passphrase(passphrase, _) = sourceValue else { return }
         let travel = travelLimits
-        let missing = try keyRecords.readKeyRecords { txn in
-            var missing: [WrappedKey] = []
-            for record in try keyRecords.wrappedKeys(txn) where record.kind == .passphrase {
-                let cheap = record.limits.opsLimit < travel.opsLimit || record.limits.memLimit < travel.memLimit
-                if cheap, try !keyRecords.hasTravelKey(record.id, txn) { missing.append(record) }
-            }
-            return missing
+        let missing = try keyRecords.wrappedKeysWithoutTravelWrap().filter { record in
+            record.kind == .passphrase && (record.limits.opsLimit < travel.opsLimit || record.limits.memLimit < travel.memLimit)
         }
         guard !missing.isEmpty else { return }
         let salt = state.withLock { state in
@@ -95,16 +80,12 @@ extension Keyring {
             try WrappedKey.wrap(
                 try dataKey(record.id), id: record.id, kind: .passphrase, salt: salt, limits: travel, created: record.created, kek: kek)
         }
-        _ = try keyRecords.writeKeyRecords { txn, _ in
-            for record in records { try keyRecords.putTravelKey(record, txn) }
-        }
+        try keyRecords.putTravelKeys(records)
     }
 
     /// Every wrapped data key as it travels (never a plaintext key).
     func exportForTravel() throws -> [WrappedKey] {
         try prepareTravelKeys()
-        return try keyRecords.readKeyRecords { txn in
-            try keyRecords.wrappedKeyIDs(txn).compactMap { id in try keyRecords.travelKey(id, txn) }
-        }
+        return try keyRecords.travelKeys()
     }
 }

@@ -8,8 +8,8 @@ extension Keyring {
     // MARK: - Sealing
 
     /// Seals an event's payload in place (inside the write transaction that appends it).
-    func seal(_ event: inout Event, _ txn: borrowing LogTransaction, _ head: inout LogHead) throws {
-        let (id, key) = try activeKey(txn, &head)
+    func seal(_ event: inout Event, with sealing: SealingKey) throws {
+        let (id, key) = (sealing.id, sealing.key)
         let nonce = Sodium.randomBytes(AEAD.nonceBytes)
         let header = Envelope(keyID: id, nonce: nonce, ciphertext: []).header
         event.sealed = true

@@ -145,15 +145,13 @@ final class Keyring: EventSealer {
 
     /// Checks that the active key unwraps (or creates the first key) and installs the chain key.
     private func prepare(create: Bool) throws {
-        let (active, chainKeyID) = try keyRecords.readKeyRecords { txn in
-            (try keyRecords.activeKeyID(txn), try keyRecords.chainKeyID(txn))
-        }
+        let (active, chainKeyID) = try keyRecords.activeAndChainKeyIDs()
         if let active {
             let key = try dataKey(active)
             if chainKeyID == nil {
                 // A store keyed by format 1 after its first events (every `Store.standard` with a
                 // secret) never got a keyed chain: key it from here on.
-                _ = try keyRecords.writeKeyRecords { txn, head in try keyRecords.keyChain(with: active, dataKey: key, txn, &head) }
+                try keyRecords.keyChain(with: active, dataKey: key)
             }
         } else if create {
             try refuseIfActiveKeyWasRemoved()
@@ -163,9 +161,10 @@ final class Keyring: EventSealer {
                 _ = try passphraseKEK(passphrase, salt: salt, limits: limits)
                 state.withLock { $0.firstKeySalt = salt }
             }
-            try keyRecords.writeKeyRecords { txn, head in _ = try activeKey(txn, &head) }
+            let (_, key, record) = try newKey(reusing: nil)
+            _ = try keyRecords.activateFirst(record, dataKey: key)  // unless another process made one first
         }
-        let chain = try keyRecords.readKeyRecords { txn in try keyRecords.chainKeyID(txn) }
+        let chain = try keyRecords.activeAndChainKeyIDs().chain
         if let chain, let key = try? dataKey(chain) {
             keyRecords.chainKeys.install(id: chain, from: key)
         }
@@ -177,8 +176,7 @@ final class Keyring: EventSealer {
     /// someone who can write the store's files can add records here, and they could do worse).
     /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
     private func refuseIfActiveKeyWasRemoved() throws {
-        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
-        for record in records {
+        for record in try keyRecords.wrappedKeys() {
             guard (try? unwrap(record)) != nil else { continue }
             throw ChronicleError.corruptMeta(
                 entry: "dk.active",
@@ -189,31 +187,31 @@ final class Keyring: EventSealer {
 
     // MARK: - Keys
 
-    /// The key that seals new events, created (and, on an empty log, made the chain key) when absent.
-    func activeKey(_ txn: borrowing LogTransaction, _ head: inout LogHead) throws -> (KeyID, SecureBytes) {
-        if let id = try keyRecords.activeKeyID(txn) {
-            return (id, try dataKey(id, txn))
-        }
-        let (id, key) = try createKey(txn)
-        try keyRecords.setActiveKeyID(id, txn)
-        try keyRecords.keyChain(with: id, dataKey: key, txn, &head)
-        return (id, key)
+    /// The key that seals and authenticates new events (``EventSealer``): the active key,
+    /// unwrapped once; with none active, a new key, whose record the log stores, activates and
+    /// keys the chain with in the transaction that appends the event.
+    func sealingKey(active: KeyID?, record: (KeyID) throws -> WrappedKey?) throws -> SealingKey {
+        if let active { return SealingKey(id: active, key: try dataKey(active, record: record)) }
+        let (id, key, created) = try newKey(reusing: nil)
+        return SealingKey(id: id, key: key, created: created)
     }
 
-    /// Creates and stores a new wrapped data key (not yet active).
-    func createKey(_ txn: borrowing LogTransaction) throws -> (KeyID, SecureBytes) {
+    /// A new data key and its record, wrapped with this replica's KEK (not stored yet).
+    /// - Parameter active: the active key's record, whose salt and cost a passphrase reuses (so
+    ///   no new Argon2 run).
+    func newKey(reusing active: WrappedKey?) throws -> (KeyID, SecureBytes, WrappedKey) {
         let id = KeyID.random()
         let key = try SecureBytes(randomCount: AEAD.keyBytes)
-        try keyRecords.putWrappedKey(try wrapForStorage(key, id: id, txn), txn)
+        let record = try wrapForStorage(key, id: id, active: active)
         state.withLock { $0.dataKeys[id] = key }
-        return (id, key)
+        return (id, key, record)
     }
 
     /// Wraps a data key with this replica's KEK (reusing the active key's salt, so no new Argon2 run).
-    private func wrapForStorage(_ key: SecureBytes, id: KeyID, _ txn: borrowing LogTransaction) throws -> WrappedKey {
+    private func wrapForStorage(_ key: SecureBytes, id: KeyID, active: WrappedKey?) throws -> WrappedKey {
         var reuse: (salt: [UInt8], limits: PasswordHash.Limits)?
-        if let active = try keyRecords.activeKeyID(txn), let record = try? keyRecords.wrappedKey(active, txn), record.kind == .passphrase {
-            reuse = (record.salt, record.limits)
+        if let active, active.kind == .passphrase {
+            reuse = (active.salt, active.limits)
         } else if case let .passphrase(_, limits) = sourceValue, let salt = state.withLock({ $0.firstKeySalt }) {
             reuse = (salt, limits)  // derived in `prepare`, outside the transaction
         }
@@ -250,13 +248,13 @@ final class Keyring: EventSealer {
     func hasDataKey(_ id: KeyID) -> Bool { state.withLock { $0.dataKeys[id] != nil } }
 
     func dataKey(_ id: KeyID) throws -> SecureBytes {
-        if let key = state.withLock({ $0.dataKeys[id] }) { return key }
-        return try keyRecords.readKeyRecords { txn in try dataKey(id, txn) }
+        try dataKey(id) { try keyRecords.wrappedKey($0) }
     }
 
-    func dataKey(_ id: KeyID, _ txn: borrowing LogTransaction) throws -> SecureBytes {
+    /// The data key with `id`, unwrapping the record `record` reads on first use.
+    func dataKey(_ id: KeyID, record read: (KeyID) throws -> WrappedKey?) throws -> SecureBytes {
         if let key = state.withLock({ $0.dataKeys[id] }) { return key }
-        guard let record = try keyRecords.wrappedKey(id, txn) else {
+        guard let record = try read(id) else {
             throw ChronicleError.keyUnavailable(reason: "data key \(id) is not on this replica (import the group's keys)")
         }
         let key = try unwrap(record)
