@@ -52,7 +52,7 @@ extension EventLog {
             try driftGuard.promoteDue(txn, head: &head, now: UnixMilliseconds.now())
             var changes: [PendingChange] = []
             for domain in domains {
-                for (name, entry) in try viewEntries(domain, txn) {
+                for (name, entry) in try inspection.viewEntries(domain, txn) {
                     if let change = try rewrite(domain, name, entry) { changes.append(change) }
                 }
             }

@@ -276,7 +276,7 @@ struct HistoryIndexTests {
             for n in 1...4 { try store.set(n, for: Keys.launches) }
             try store.set(.dark, for: Keys.theme)
             try Self.indexAsAnEarlierBuild(store, only: [4, 5])
-            let revisions = Dictionary(uniqueKeysWithValues: try store.eventLog.catalog().map { ($0.name, $0.revisions) })
+            let revisions = Dictionary(uniqueKeysWithValues: try store.eventLog.inspection.catalog().map { ($0.name, $0.revisions) })
             #expect(revisions == [Keys.launches.name: 4, Keys.theme.name: 1])
         }
     }

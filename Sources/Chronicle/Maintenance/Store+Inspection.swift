@@ -10,7 +10,7 @@ extension Store {
         let eventLog = try settledEventLog
         return try mappingErrors {
             let epoch = try eventLog.epoch()
-            return try eventLog.events(in: range).map { LogEntry($0, epoch: epoch) }
+            return try eventLog.inspection.events(in: range).map { LogEntry($0, epoch: epoch) }
         }
     }
 
@@ -21,7 +21,7 @@ extension Store {
     @_spi(Tools) public func logEntries(after sequence: UInt64, limit: Int) throws(ChronicleError) -> (entries: [LogEntry], through: UInt64) {
         let eventLog = try settledEventLog
         return try mappingErrors {
-            let (events, through, epoch) = try eventLog.events(after: sequence, limit: max(1, limit))
+            let (events, through, epoch) = try eventLog.inspection.events(after: sequence, limit: max(1, limit))
             return (events.map { LogEntry($0, epoch: epoch) }, through)
         }
     }

@@ -6,13 +6,13 @@ extension Store {
     /// Every key with a current entry, sorted by domain and name (the audit catalog).
     public func catalog() throws(ChronicleError) -> [KeyInfo] {
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.catalog() }
+        return try mappingErrors { try eventLog.inspection.catalog() }
     }
 
     /// Sizes and counts.
     public func statistics() throws(ChronicleError) -> StoreStatistics {
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.statistics() }
+        return try mappingErrors { try eventLog.inspection.statistics() }
     }
 
     /// Writes a new store in `directory` holding this log up to `point`, and its views:
@@ -37,7 +37,7 @@ extension Store {
         let copy = try Store(directory: directory, configuration: configuration, keySource: (try? crypto.get())?.sourceValue)
         let target = try copy.eventLog
         try mappingErrors {
-            try eventLog.copyKeyRecords(to: target)
+            try eventLog.inspection.copyKeyRecords(to: target)
             let total = try eventLog.head().sequence
             var last: UInt64 = 0
             switch point {
@@ -85,7 +85,7 @@ extension Store {
     ) throws(ChronicleError) -> CompactionReport {
         let eventLog = try settledEventLog
         return try mappingErrors {
-            try eventLog.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff), dropRelayOnly: dropRelayOnly, progress: progress)
+            try eventLog.compaction.compact(cutoffMilliseconds: UnixMilliseconds.of(cutoff), dropRelayOnly: dropRelayOnly, progress: progress)
         }
     }
 
@@ -135,7 +135,7 @@ extension Store {
         // While it runs, no Store of this process opens the directory (an open waits for it).
         return try EventLogRegistry.whileClosed(path: path) { () throws(ChronicleError) in
             let before = size()
-            try mappingErrors { try EventLog.reclaimSpace(path: path) }
+            try mappingErrors { try Inspection.reclaimSpace(path: path) }
             return (before, size())
         }
     }

@@ -104,7 +104,7 @@ public struct Changes: AsyncSequence, Sendable {
                     let generation = signal.generation  // before the read: a commit after it wakes the wait
                     if let checkpoint {
                         self.checkpoint = nil
-                        let (matches, logEpoch) = try mappingErrors { try eventLog.recordMatches(sequence: checkpoint.sequence, hash: checkpoint.chainHash) }
+                        let (matches, logEpoch) = try mappingErrors { try eventLog.inspection.recordMatches(sequence: checkpoint.sequence, hash: checkpoint.chainHash) }
                         epoch = logEpoch
                         if !matches || (checkpoint.sequence > 0 && checkpoint.epoch != logEpoch) {
                             cursor = 0
@@ -112,7 +112,7 @@ public struct Changes: AsyncSequence, Sendable {
                             heldBack = Array(checkpoint.heldBack.filter { $0 <= checkpoint.sequence }.prefix(Self.heldBackLimit))
                         }
                     }
-                    let (events, through, logEpoch) = try mappingErrors { try eventLog.events(after: cursor, limit: Self.pageSize) }
+                    let (events, through, logEpoch) = try mappingErrors { try eventLog.inspection.events(after: cursor, limit: Self.pageSize) }
                     if let epoch, epoch != logEpoch {
                         // Compacted since the last page: the cursor means nothing in the renumbered
                         // log. Start again from its beginning (events come again, with their
@@ -135,7 +135,7 @@ public struct Changes: AsyncSequence, Sendable {
                     if page.isEmpty, !heldBack.isEmpty {
                         // Caught up: the events the drift guard has let in since come again, each
                         // with the stream's position as its checkpoint (never its own, earlier one).
-                        let (released, position, releasedEpoch) = try mappingErrors { try eventLog.releasedEvents(heldBack, position: cursor) }
+                        let (released, position, releasedEpoch) = try mappingErrors { try eventLog.inspection.releasedEvents(heldBack, position: cursor) }
                         if releasedEpoch == logEpoch {
                             for event in released {
                                 heldBack.removeAll { $0 == event.sequence }

@@ -109,7 +109,7 @@ extension Store {
         let keyring = try? crypto.get()
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
         return try mappingErrors {
-            try eventLog.importRangeReportingReceived(
+            try eventLog.rangeImport.importRangeReportingReceived(
                 range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
                 // A copy of a store's own log (no verification) keeps every relay-only record it held.
                 source: source, boundRelayOnly: verify)

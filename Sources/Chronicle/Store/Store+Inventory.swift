@@ -22,7 +22,7 @@ extension Store {
     @discardableResult
     public func removeAll(in domain: Domain) throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
-        let entries = try mappingErrors { try eventLog.viewEntries(domain) }
+        let entries = try mappingErrors { try eventLog.inspection.viewEntries(domain) }
         var changes: [PendingChange] = []
         for (name, entry) in entries where entry.op == .set {
             changes.append(PendingChange(domain: domain, key: name, policy: entry.policy, op: .remove, encoding: ValueEncoding.data.rawValue, payload: [], sealer: try sealer(for: domain)))

@@ -3,7 +3,16 @@ import Foundation
 import ChronicleLMDB
 import ChronicleSodium
 
+/// Compaction: rewrites the log without the events nothing needs (see `compact(cutoffMilliseconds:dropRelayOnly:progress:)`).
+package struct Compaction: Sendable {
+    let log: EventLog
+}
+
 extension EventLog {
+    package var compaction: Compaction { Compaction(log: self) }
+}
+
+extension Compaction {
     /// A key of a view: the unit last-writer-wins decides over (its name by bytes, see ``KeyName``).
     private struct ViewKey: Hashable {
         var domain: Domain
@@ -65,12 +74,12 @@ extension EventLog {
         let now = UnixMilliseconds.now()
         // `.whenAppended`: a compaction with nothing to drop commits nothing (the drift guard's
         // promotions, if any, write their own clock).
-        let report = try withHead(.whenAppended) { txn, head -> CompactionReport in
+        let report = try log.withHead(.whenAppended) { txn, head -> CompactionReport in
             var meter = CompactionProgress(total: head.sequence * 3, report: progress)
-            let oldEpoch = try Self.epoch(txn, dbs)
+            let oldEpoch = try EventLog.epoch(txn, log.dbs)
             // Events whose time has come join the views first, moving the clock past them (as
             // their promotion would); every other decision of the drift guard is kept as it is.
-            try driftGuard.promoteDue(txn, head: &head, now: now)
+            try log.driftGuard.promoteDue(txn, head: &head, now: now)
             var plan = try planCompaction(cutoffMilliseconds: cutoffMilliseconds, dropRelayOnly: dropRelayOnly, &meter, txn)
             guard plan.droppedCount > 0 || plan.relayOnlyDropped > 0 else {
                 return CompactionReport(recordsBefore: plan.records, dropped: 0, kept: plan.keptEvents, checkpointsCarried: 0)
@@ -84,12 +93,12 @@ extension EventLog {
             let epoch = LogEpoch.random()
             try carry(carried, to: epoch, through: moved, txn)
             if dropRelayOnly { try forgetRelaySourceTallies(txn) }
-            try txn.put(dbs.meta, key: MetaKey.epoch, value: epoch.bytes)  // before the head is written: its MAC covers it
+            try txn.put(log.dbs.meta, key: MetaKey.epoch, value: epoch.bytes)  // before the head is written: its MAC covers it
             return CompactionReport(
                 recordsBefore: plan.records, dropped: plan.droppedCount, kept: plan.keptEvents, checkpointsCarried: carried.count,
                 relayOnlyDropped: plan.relayOnlyDropped)
         }
-        if report.dropped > 0 || report.relayOnlyDropped > 0 { observers.publishReset() }
+        if report.dropped > 0 || report.relayOnlyDropped > 0 { log.observers.publishReset() }
         return report
     }
 
@@ -100,17 +109,17 @@ extension EventLog {
         cutoffMilliseconds: UInt64, dropRelayOnly: Bool, _ meter: inout CompactionProgress, _ txn: borrowing Transaction
     ) throws -> CompactionPlan {
         var plan = CompactionPlan()
-        plan.waiting = try driftGuard.waiting(txn)
+        plan.waiting = try log.driftGuard.waiting(txn)
         var keep = plan.waiting
         for domain in Domain.allCases {
-            try txn.scan(dbs.view(domain)) { key, value in
+            try txn.scan(log.dbs.view(domain)) { key, value in
                 keep.insert(try ViewEntry.decoding(value, key: String(decoding: key, as: UTF8.self)).sequence)
                 return true
             }
         }
         // The greatest event of each key that replicates: it must outlive a newer `.never` winner.
         var replicated: [ViewKey: (order: ConflictOrder, sequence: UInt64)] = [:]
-        _ = try replayLog(txn) { sequence, event in
+        _ = try log.replayLog(txn) { sequence, event in
             meter.step()
             guard event.policy != .never, !plan.waiting.contains(sequence) else { return }
             let key = ViewKey(domain: event.domain, name: KeyName(event.key))
@@ -122,7 +131,7 @@ extension EventLog {
         let visitOpaque = { (sequence: UInt64, item: OpaqueEvent) in
             if dropRelayOnly { plan.relayOnlyDropped += 1 } else { plan.kept.append((sequence, .opaque(item))) }
         }
-        _ = try replayLog(txn, opaque: visitOpaque) { sequence, event in
+        _ = try log.replayLog(txn, opaque: visitOpaque) { sequence, event in
             meter.step()
             plan.records += 1
             if keep.contains(sequence) || event.hlc.milliseconds >= cutoffMilliseconds {
@@ -141,15 +150,15 @@ extension EventLog {
         epoch: LogEpoch, head: LogHead, _ txn: borrowing Transaction
     ) throws -> [(key: CheckpointKey, value: CheckpointValue)] {
         var pushes: [(key: CheckpointKey, value: CheckpointValue)] = []
-        try txn.scan(dbs.peers) { key, value in
+        try txn.scan(log.dbs.peers) { key, value in
             if let checkpoint = CheckpointKey(bytes: key), checkpoint.direction == .push { pushes.append((checkpoint, CheckpointValue(bytes: value) ?? .zero)) }
             return true
         }
         var carried: [(key: CheckpointKey, value: CheckpointValue)] = []
         for push in pushes {
-            try txn.delete(dbs.peers, key: push.key.bytes)
+            try txn.delete(log.dbs.peers, key: push.key.bytes)
             guard push.key.epoch == epoch, push.value.sequence > 0, push.value.sequence <= head.sequence else { continue }
-            if let chain = push.value.chain, try !chainMatches(at: push.value.sequence, chain, txn) { continue }
+            if let chain = push.value.chain, try !log.chainMatches(at: push.value.sequence, chain, txn) { continue }
             carried.append(push)
         }
         return carried
@@ -157,7 +166,7 @@ extension EventLog {
 
     /// Adds to the plan the identities compacted before (ranges, or zero rows from format 1).
     private func addIdentitiesCompactedBefore(to plan: inout CompactionPlan, _ txn: borrowing Transaction) throws {
-        try txn.scan(dbs.dots) { key, value in
+        try txn.scan(log.dbs.dots) { key, value in
             if let stored = CompactedIdentities.parse(key: key, value: value) {
                 plan.dropped[stored.origin, default: []].append(stored.range)
             } else if key.count == 24, value == UInt64(0).bigEndianBytes, let origin = ReplicaID(bytes: Array(key.prefix(16))),
@@ -179,19 +188,19 @@ extension EventLog {
         for item in plan.kept {
             if case let .event(event) = item.record, plan.dropped[event.origin] != nil { present[event.origin, default: []].append(event.counter) }
         }
-        for database in [dbs.events, dbs.latest, dbs.previous, dbs.legacyHistory, dbs.deferred, dbs.defaults, dbs.secrets, dbs.dots] { try txn.clear(database) }
+        for database in [log.dbs.events, log.dbs.latest, log.dbs.previous, log.dbs.legacyHistory, log.dbs.deferred, log.dbs.defaults, log.dbs.secrets, log.dbs.dots] { try txn.clear(database) }
         for (origin, ranges) in plan.dropped {
             for range in CompactedIdentities.merge(compacted: ranges, present: present[origin] ?? []) {
-                try txn.put(dbs.dots, key: CompactedIdentities.key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)
+                try txn.put(log.dbs.dots, key: CompactedIdentities.key(origin: origin, last: range.upperBound), value: range.lowerBound.bigEndianBytes)
             }
         }
         // The anchor starts a new, unkeyed chain; a keyed log keys it again right after.
         head.sequence = 0
         head.chain = LogHead.empty.chain
-        try appendRecord(.anchor, body: anchor.encoded(), key: nil, txn, &head)
+        try log.appendRecord(.anchor, body: anchor.encoded(), key: nil, txn, &head)
         if let id = head.chainKeyID {
-            try keyRecords.appendChainKeyRecord(id, txn, &head)
-            try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
+            try log.keyRecords.appendChainKeyRecord(id, txn, &head)
+            try txn.put(log.dbs.meta, key: MetaKey.chainInLog, value: [1])
         }
         var moved: [(old: UInt64, new: UInt64, chain: [UInt8])] = [(0, head.sequence, head.chain)]
         moved.reserveCapacity(plan.kept.count + 1)
@@ -201,13 +210,13 @@ extension EventLog {
             meter.step(share)
             switch item.record {
             case let .opaque(opaque):  // relay-only records: never judged, always kept
-                try appendOpaque(opaque, txn, &head)
+                try log.appendOpaque(opaque, txn, &head)
             case let .event(event):
                 // In the views exactly when it was before (a clock set back since must not hide a current value).
                 let held = plan.waiting.contains(item.sequence)
-                let (sequence, _) = try append(event, txn, &head, indexView: !held)
+                let (sequence, _) = try log.append(event, txn, &head, indexView: !held)
                 if held {
-                    try driftGuard.hold(event.hlc, sequence: sequence, txn)
+                    try log.driftGuard.hold(event.hlc, sequence: sequence, txn)
                 }
             }
             moved.append((item.sequence, head.sequence, head.chain))
@@ -231,18 +240,18 @@ extension EventLog {
             var value = push.value
             value.sequence = moved[low].new
             value.chain = moved[low].chain
-            try txn.put(dbs.peers, key: push.key.withEpoch(epoch).bytes, value: value.encoded())
+            try txn.put(log.dbs.peers, key: push.key.withEpoch(epoch).bytes, value: value.encoded())
         }
     }
 
     /// Forgets every source's tally of relay-only records (they are gone).
     private func forgetRelaySourceTallies(_ txn: borrowing Transaction) throws {
         var tallies: [[UInt8]] = []
-        try txn.scan(dbs.meta, from: MetaKey.relaySourcePrefix) { key, _ in
+        try txn.scan(log.dbs.meta, from: MetaKey.relaySourcePrefix) { key, _ in
             guard key.starts(with: MetaKey.relaySourcePrefix) else { return false }
             tallies.append(key)
             return true
         }
-        for key in tallies { try txn.delete(dbs.meta, key: key) }
+        for key in tallies { try txn.delete(log.dbs.meta, key: key) }
     }
 }

@@ -3,10 +3,24 @@ import ChronicleLMDB
 import ChronicleSodium
 import Foundation
 
+/// Checks the log, its head and its views without changing anything (`chronicle verify`, `Store.verify()`).
+package struct Verification: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var driftGuard: DriftGuard { log.driftGuard }
+    private var chainKeys: ChainKeys { log.chainKeys }
+}
+
 extension EventLog {
+    package var verification: Verification { Verification(log: self) }
+}
+
+extension Verification {
     /// Checks what `meta` says of the log against the log itself: a store with a data key of
     /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
-    private func verifyHead(_ txn: borrowing Transaction, _ replay: Replay) throws {
+    private func verifyHead(_ txn: borrowing Transaction, _ replay: EventLog.Replay) throws {
         let head = try LogHead.read(txn, dbs)
         guard replay.covered == head.sequence else {
             throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.covered)")
@@ -45,7 +59,7 @@ extension EventLog {
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
                 var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
-                let replay = try replayLog(txn) { sequence, event in
+                let replay = try log.replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if let verifier {
                         // A member authenticates every event it writes: once a replica's events carry
@@ -55,12 +69,12 @@ extension EventLog {
                         } else if verifier.isMember, authenticating.contains(event.replica) {
                             throw ChronicleError.corruptRecord(
                                 sequence: sequence,
-                                reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
+                                reason: "log.replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
                         }
                         if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
                         }
-                        if event.replica == replica {
+                        if event.replica == log.replica {
                             if event.authenticator.map({ verifier.holdsKey($0.keyID) }) == true { ownAuthenticated.append(sequence) }
                             if event.sealed, (try? Envelope(decoding: event.payload)).map({ verifier.holdsKey($0.keyID) }) == true {
                                 ownSealed.append(sequence)
@@ -81,7 +95,7 @@ extension EventLog {
                 if let first = ownAuthenticated.first(where: { $0 < keyedFrom }) ?? (replay.keyedFrom == nil ? ownSealed.first : nil) {
                     throw ChronicleError.corruptRecord(
                         sequence: first,
-                        reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
+                        reason: "this log.replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
                 }
                 try verifyHead(txn, replay)
             } catch ChronicleError.keyUnavailable(let reason) {
@@ -104,7 +118,7 @@ extension EventLog {
     }
 }
 
-extension EventLog {
+extension Verification {
     /// What is wrong with the views, against a replay of the log (`nil`: nothing), and how many
     /// keys they hold.
     fileprivate func checkViews(_ txn: borrowing Transaction, replayed: [[KeyName: ReplayedKey]]) throws -> (problem: ChronicleError?, keys: Int) {
@@ -146,7 +160,7 @@ extension EventLog {
             let name = try txn.get(dbs.events, key: sequence.bigEndianBytes).flatMap { bytes in
                 try? LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence).key
             }
-            return .corruptViewEntry(key: name ?? "?", reason: "the history index \(reason)")
+            return .corruptViewEntry(key: name ?? "?", reason: "the log.history index \(reason)")
         }
         var index = 0
         var found: ChronicleError?
@@ -178,13 +192,13 @@ extension EventLog {
             count += 1
             guard let sequence = expected[key], UInt64(bigEndianBytes: value) == sequence else {
                 let name = String(decoding: key.dropFirst(2), as: UTF8.self)
-                found = .corruptViewEntry(key: name, reason: "the history index names another record than the key's latest in the log")
+                found = .corruptViewEntry(key: name, reason: "the log.history index names another record than the key's latest in the log")
                 return false
             }
             return true
         }
         if let found { return found }
-        if count != expected.count { return .corruptViewEntry(key: "?", reason: "the history index misses the latest record of \(expected.count - count) key(s)") }
+        if count != expected.count { return .corruptViewEntry(key: "?", reason: "the log.history index misses the latest record of \(expected.count - count) EventLog.key(s)") }
         return nil
     }
 }

@@ -56,7 +56,21 @@ struct ImportCandidates {
     }
 }
 
+/// Applies received ranges to the log, in named steps (see `importRangeReportingReceived`).
+package struct RangeImport: Sendable {
+    let log: EventLog
+
+    private var dbs: Databases { log.dbs }
+    private var observers: ObserverHub { log.observers }
+    private var driftGuard: DriftGuard { log.driftGuard }
+    private var keyRecords: KeyRecords { log.keyRecords }
+}
+
 extension EventLog {
+    package var rangeImport: RangeImport { RangeImport(log: self) }
+}
+
+extension RangeImport {
     /// Applies a received range in one transaction.
     ///
     /// New events are appended and indexed, known ones skipped. What fails validation or
@@ -84,13 +98,13 @@ extension EventLog {
         // Verified before the write lock is taken (verification needs no transaction), on every core.
         let verdicts = verifier?.verifyAll(range.events, encoded: received)
         var run = ImportRun(source: source, now: 0)
-        let receipt = try withHead(.whenChanged) { txn, head in
+        let receipt = try log.withHead(.whenChanged) { txn, head in
             run = ImportRun(source: source, now: UnixMilliseconds.now())
             run.receipt.received = range.events.count + range.opaque.count
             run.committed += try driftGuard.promoteDue(txn, head: &head, now: run.now).promoted
             try takeKeys(keys, of: range, options, &run, txn)
             var candidates = ImportCandidates(range, encodings: received, verdicts: verdicts)
-            if let verifier, run.receipt.keys > 0 { candidates.add(released: try releaseQuarantined(verifiedBy: verifier, txn)) }
+            if let verifier, run.receipt.keys > 0 { candidates.add(released: try log.releaseQuarantined(verifiedBy: verifier, txn)) }
             for index in candidates.events.indices { try importEvent(index, of: candidates, options, &run, txn, &head) }
             for index in candidates.opaque.indices {
                 try importOpaque(candidates.opaque[index], fromRange: index < candidates.rangeOpaque, options, &run, txn, &head)
@@ -100,8 +114,8 @@ extension EventLog {
             return run.receipt
         }
         if !run.committed.isEmpty { observers.publish(run.committed) }
-        if receipt.deferred > 0 { schedulePromotion(at: try nextPromotion()) }
-        return (receipt, Self.coalesced(run.fromRange.sorted()))
+        if receipt.deferred > 0 { log.schedulePromotion(at: try log.nextPromotion()) }
+        return (receipt, EventLog.coalesced(run.fromRange.sorted()))
     }
 
     /// Keys: drops the quarantined key records the screening tried again, stores the accepted
@@ -146,7 +160,7 @@ extension EventLog {
         let deferred = driftGuard.isAhead(event.hlc, now: run.now)
         if !deferred { head.hlc = max(head.hlc, event.hlc) }
         // The log holds the current format only: an item of version 1 is logged re-encoded (FORMAT.md 3.2).
-        let (sequence, won) = try append(event, txn, &head, indexView: !deferred, encoded: encoded?.first == Event.formatVersion ? encoded : nil)
+        let (sequence, won) = try log.append(event, txn, &head, indexView: !deferred, encoded: encoded?.first == Event.formatVersion ? encoded : nil)
         if deferred {
             try driftGuard.hold(event.hlc, sequence: sequence, txn)
             run.receipt.deferred += 1
@@ -162,7 +176,7 @@ extension EventLog {
         _ item: OpaqueEvent, fromRange: Bool, _ options: ImportOptions, _ run: inout ImportRun, _ txn: borrowing Transaction,
         _ head: inout LogHead
     ) throws {
-        if item.counter > Event.maxCounter || item.origin == writer {
+        if item.counter > Event.maxCounter || item.origin == log.writer {
             let reason: QuarantinedItem.Reason = item.counter > Event.maxCounter ? .absurdCounter : .claimsOwnIdentity
             return try setAside(reason, detail: item.reason, bytes: item.bytes, &run, txn)
         }
@@ -180,17 +194,17 @@ extension EventLog {
     /// Whether a store that verifies nothing keeps `item` to relay: one it holds already takes
     /// no room; one over the bounds is set aside (`relayLimit`) and `false` returned.
     private func hasRelayRoom(for item: OpaqueEvent, _ options: ImportOptions, _ run: inout ImportRun, _ txn: borrowing Transaction) throws -> Bool {
-        guard options.boundRelayOnly, try txn.get(dbs.dots, key: Self.opaqueKey(item.bytes)) == nil,
-            try !relayRoom(item.bytes.count, source: run.source, &run.relaySpace, txn)
+        guard options.boundRelayOnly, try txn.get(dbs.dots, key: EventLog.opaqueKey(item.bytes)) == nil,
+            try !log.relayRoom(item.bytes.count, source: run.source, &run.relaySpace, txn)
         else { return true }
-        try setAside(.relayLimit, detail: Self.relayLimitDetail, bytes: item.bytes, &run, txn)
+        try setAside(.relayLimit, detail: EventLog.relayLimitDetail, bytes: item.bytes, &run, txn)
         return false
     }
 
     /// Appends an item this store keeps unapplied (deduplicated by its bytes: it claims no
     /// identity, so a carrier's squat never stands in the way of a member's real event).
     private func appendOpaque(_ item: OpaqueEvent, fromRange: Bool, _ run: inout ImportRun, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
-        if try appendOpaque(item, txn, &head) {
+        if try log.appendOpaque(item, txn, &head) {
             run.receipt.opaque += 1
             if fromRange { run.fromRange.append(head.sequence) }
         } else {
@@ -203,7 +217,7 @@ extension EventLog {
         _ reason: QuarantinedItem.Reason, kind: QuarantinedItem.Kind = .event, detail: String, bytes: [UInt8], _ run: inout ImportRun,
         _ txn: borrowing Transaction
     ) throws {
-        try quarantine(kind, reason, detail: detail, bytes: bytes, source: run.source, now: run.now, &run.space, txn)
+        try log.quarantine(kind, reason, detail: detail, bytes: bytes, source: run.source, now: run.now, &run.space, txn)
     }
 
     /// The checkpoint: set in the import's transaction, and only when it changed (a range that
@@ -240,8 +254,8 @@ extension EventLog {
         guard event.counter <= Event.maxCounter else {
             return (.reject(.absurdCounter), "counter \(event.counter) is over \(Event.maxCounter)")
         }
-        guard event.payload.count <= maxReceivedPayload else {
-            return (.reject(.tooLarge), "a payload of \(event.payload.count) bytes; this store accepts values up to \(maxReceivedPayload - Envelope.overhead)")
+        guard event.payload.count <= log.maxReceivedPayload else {
+            return (.reject(.tooLarge), "a payload of \(event.payload.count) bytes; this store accepts values up to \(log.maxReceivedPayload - Envelope.overhead)")
         }
         if let known = try txn.get(dbs.dots, key: event.dot).flatMap({ UInt64(bigEndianBytes: $0) }) {
             guard known != 0 else { return (.duplicate, "") }  // compacted away here: known, content no longer comparable
@@ -250,7 +264,7 @@ extension EventLog {
             }
             let record = try LogRecord(decoding: bytes, sequence: known)
             if record.kind == .event, try record.event(sequence: known) == event { return (.duplicate, "") }
-            let detail = "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
+            let detail = "this log.replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
             guard let verifier else { return (.relayOnly, detail) }
             // A member holds only authenticated events: the newcomer is a forgery, or the group's
             // key was used to write two events under one identity.
@@ -260,8 +274,8 @@ extension EventLog {
         if try CompactedIdentities.contains(origin: event.origin, counter: event.counter, txn, dbs), try !wouldWin(event, txn) {
             return (.duplicate, "")  // compacted away here: known, content no longer comparable
         }
-        if event.origin == writer {
-            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
+        if event.origin == log.writer {
+            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this log.replica's current log.writer, which never wrote counter \(event.counter)")
         }
         if let verifier, let problem = verdict ?? verifier.verify(event) {
             // Named a key this member does not hold (yet): it waits for the key, whole.

@@ -3,7 +3,22 @@ package import ChronicleLMDB
 import Foundation
 
 /// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
+/// Reading the log as the tools and the change stream show it: view entries, events with their chain hashes, the catalog of keys, statistics.
+package struct Inspection: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var path: String { log.path }
+    private var driftGuard: DriftGuard { log.driftGuard }
+    private var keyRecords: KeyRecords { log.keyRecords }
+}
+
 extension EventLog {
+    package var inspection: Inspection { Inspection(log: self) }
+}
+
+extension Inspection {
     /// Every current entry of a view, in key order.
     package func viewEntries(_ domain: Domain) throws -> [(name: String, entry: ViewEntry)] {
         try environment.read { txn in try viewEntries(domain, txn) }
@@ -23,7 +38,7 @@ extension EventLog {
     package func events(in range: ClosedRange<UInt64>) throws -> [CommittedEvent] {
         try environment.read { txn in
             var events: [CommittedEvent] = []
-            _ = try replayLog(txn, upTo: range.upperBound) { sequence, event in
+            _ = try log.replayLog(txn, upTo: range.upperBound) { sequence, event in
                 if range.contains(sequence) {
                     let hash = try txn.get(dbs.events, key: sequence.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: sequence).hash } ?? []
                     events.append(try streamed(event, sequence, hash: hash, txn))
@@ -57,7 +72,7 @@ extension EventLog {
                 let event = try streamed(try record.event(sequence: sequence), sequence, hash: record.hash, txn)
                 if !event.isHeldBack { released.append(event) }
             }
-            return (released, hash, try Self.epoch(txn, dbs))
+            return (released, hash, try EventLog.epoch(txn, dbs))
         }
     }
 
@@ -65,10 +80,10 @@ extension EventLog {
     /// the same point of the same log), and the log's epoch.
     package func recordMatches(sequence: UInt64, hash: [UInt8]) throws -> (matches: Bool, epoch: LogEpoch) {
         try environment.read { txn in
-            let epoch = try Self.epoch(txn, dbs)
+            let epoch = try EventLog.epoch(txn, dbs)
             guard sequence > 0 else { return (true, epoch) }
             // A place inside a gap: retention dropped the record there, and the epoch confirms it.
-            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try isInsideGap(sequence, txn), epoch) }
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try log.isInsideGap(sequence, txn), epoch) }
             return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
         }
     }
@@ -79,7 +94,7 @@ extension EventLog {
     /// Also the log's epoch in that snapshot: a compaction renumbers the log and draws a new one.
     package func events(after: UInt64, limit: Int) throws -> (events: [CommittedEvent], through: UInt64, epoch: LogEpoch) {
         return try environment.read { txn in
-            let epoch = try Self.epoch(txn, dbs)
+            let epoch = try EventLog.epoch(txn, dbs)
             guard after < UInt64.max else { return ([], after, epoch) }
             var events: [CommittedEvent] = []
             var through = after
@@ -112,15 +127,15 @@ extension EventLog {
             var counted: [[KeyName: Int]]?
             if try txn.count(dbs.legacyHistory) > 0 {
                 var counts: [[KeyName: Int]] = [[:], [:]]
-                try eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
+                try log.eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
                 counted = counts
             }
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let retention = try retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+                    let retention = try log.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
                     let revisions =
                         try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 }
-                        ?? retainedSequences(domain, name, keeping: retention, txn).count
+                        ?? log.retainedSequences(domain, name, keeping: retention, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,
@@ -138,13 +153,13 @@ extension EventLog {
         let usedBytes = environment.usedBytes
         let mapSize = environment.mapSize
         return try environment.read { txn in
-            let relayOnly = try relayOnlySpace(txn)
+            let relayOnly = try log.relayOnlySpace(txn)
             return StoreStatistics(
-                replicaID: replica, epoch: try Self.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
+                replicaID: log.replica, epoch: try EventLog.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
                 dataKeys: try keyRecords.wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
-                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
+                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try log.relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
                 mapSize: mapSize)
         }
     }
