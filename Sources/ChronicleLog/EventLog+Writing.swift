@@ -308,4 +308,20 @@ extension EventLog {
         try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
         return true
     }
+
+    /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never
+    /// meets a 24-byte dot). Opaque records are known by their bytes, never by the identity they claim.
+    package static func opaqueKey(_ bytes: [UInt8]) -> [UInt8] { [0x4F] + GenericHash.hash(bytes) }
+
+    /// Appends a relay-only record (an event this build cannot read, or a second version of an
+    /// identity at a store that verifies nothing) unless the same bytes are stored already;
+    /// returns whether it appended.
+    @discardableResult
+    package func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
+        let key = Self.opaqueKey(item.bytes)
+        guard try txn.get(dbs.dots, key: key) == nil else { return false }
+        let sequence = try appendRecord(.opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID), txn, &head)
+        try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
+        return true
+    }
 }

@@ -153,13 +153,13 @@ extension Inspection {
         let usedBytes = environment.usedBytes
         let mapSize = environment.mapSize
         return try environment.read { txn in
-            let relayOnly = try log.relayOnlySpace(txn)
+            let relayOnly = try log.relayOnly.relayOnlySpace(txn)
             return StoreStatistics(
                 replicaID: log.replica, epoch: try EventLog.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
                 dataKeys: try keyRecords.wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
-                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try log.relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
+                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try log.relayOnly.relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
                 mapSize: mapSize)
         }
     }

@@ -118,10 +118,10 @@ package struct KeyRecords: Sendable {
     // MARK: -
 
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
-    package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] { try log.deferredKeyRecords() }
+    package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] { try log.quarantine.deferredKeyRecords() }
 
     /// The key ids that quarantined events waiting for their key name.
-    package func waitingKeyIDs() throws -> Set<KeyID> { try log.waitingKeyIDs() }
+    package func waitingKeyIDs() throws -> Set<KeyID> { try log.quarantine.waitingKeyIDs() }
 
     /// Runs `body` in a read transaction.
     func readKeyRecords<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {

@@ -104,7 +104,7 @@ extension RangeImport {
             run.committed += try driftGuard.promoteDue(txn, head: &head, now: run.now).promoted
             try takeKeys(keys, of: range, options, &run, txn)
             var candidates = ImportCandidates(range, encodings: received, verdicts: verdicts)
-            if let verifier, run.receipt.keys > 0 { candidates.add(released: try log.releaseQuarantined(verifiedBy: verifier, txn)) }
+            if let verifier, run.receipt.keys > 0 { candidates.add(released: try log.quarantine.releaseQuarantined(verifiedBy: verifier, txn)) }
             for index in candidates.events.indices { try importEvent(index, of: candidates, options, &run, txn, &head) }
             for index in candidates.opaque.indices {
                 try importOpaque(candidates.opaque[index], fromRange: index < candidates.rangeOpaque, options, &run, txn, &head)
@@ -195,9 +195,9 @@ extension RangeImport {
     /// no room; one over the bounds is set aside (`relayLimit`) and `false` returned.
     private func hasRelayRoom(for item: OpaqueEvent, _ options: ImportOptions, _ run: inout ImportRun, _ txn: borrowing Transaction) throws -> Bool {
         guard options.boundRelayOnly, try txn.get(dbs.dots, key: EventLog.opaqueKey(item.bytes)) == nil,
-            try !log.relayRoom(item.bytes.count, source: run.source, &run.relaySpace, txn)
+            try !log.relayOnly.relayRoom(item.bytes.count, source: run.source, &run.relaySpace, txn)
         else { return true }
-        try setAside(.relayLimit, detail: EventLog.relayLimitDetail, bytes: item.bytes, &run, txn)
+        try setAside(.relayLimit, detail: RelayOnlyBounds.relayLimitDetail, bytes: item.bytes, &run, txn)
         return false
     }
 
@@ -217,7 +217,7 @@ extension RangeImport {
         _ reason: QuarantinedItem.Reason, kind: QuarantinedItem.Kind = .event, detail: String, bytes: [UInt8], _ run: inout ImportRun,
         _ txn: borrowing Transaction
     ) throws {
-        try log.quarantine(kind, reason, detail: detail, bytes: bytes, source: run.source, now: run.now, &run.space, txn)
+        try log.quarantine.setAside(kind, reason, detail: detail, bytes: bytes, source: run.source, now: run.now, &run.space, txn)
     }
 
     /// The checkpoint: set in the import's transaction, and only when it changed (a range that
@@ -264,7 +264,7 @@ extension RangeImport {
             }
             let record = try LogRecord(decoding: bytes, sequence: known)
             if record.kind == .event, try record.event(sequence: known) == event { return (.duplicate, "") }
-            let detail = "this log.replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
+            let detail = "this replica holds another event as \(event.origin.short):\(event.counter) (sequence \(known))"
             guard let verifier else { return (.relayOnly, detail) }
             // A member holds only authenticated events: the newcomer is a forgery, or the group's
             // key was used to write two events under one identity.
@@ -275,7 +275,7 @@ extension RangeImport {
             return (.duplicate, "")  // compacted away here: known, content no longer comparable
         }
         if event.origin == log.writer {
-            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this log.replica's current log.writer, which never wrote counter \(event.counter)")
+            return (.reject(.claimsOwnIdentity), "\(event.origin.short) is this replica's current writer, which never wrote counter \(event.counter)")
         }
         if let verifier, let problem = verdict ?? verifier.verify(event) {
             // Named a key this member does not hold (yet): it waits for the key, whole.

@@ -69,7 +69,7 @@ extension Verification {
                         } else if verifier.isMember, authenticating.contains(event.replica) {
                             throw ChronicleError.corruptRecord(
                                 sequence: sequence,
-                                reason: "log.replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
+                                reason: "replica \(event.replica.short) authenticated its earlier events, but this one carries no authenticator: it was stripped")
                         }
                         if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
@@ -95,7 +95,7 @@ extension Verification {
                 if let first = ownAuthenticated.first(where: { $0 < keyedFrom }) ?? (replay.keyedFrom == nil ? ownSealed.first : nil) {
                     throw ChronicleError.corruptRecord(
                         sequence: first,
-                        reason: "this log.replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
+                        reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
                 }
                 try verifyHead(txn, replay)
             } catch ChronicleError.keyUnavailable(let reason) {
@@ -160,7 +160,7 @@ extension Verification {
             let name = try txn.get(dbs.events, key: sequence.bigEndianBytes).flatMap { bytes in
                 try? LogRecord(decoding: bytes, sequence: sequence).event(sequence: sequence).key
             }
-            return .corruptViewEntry(key: name ?? "?", reason: "the log.history index \(reason)")
+            return .corruptViewEntry(key: name ?? "?", reason: "the history index \(reason)")
         }
         var index = 0
         var found: ChronicleError?
@@ -192,13 +192,13 @@ extension Verification {
             count += 1
             guard let sequence = expected[key], UInt64(bigEndianBytes: value) == sequence else {
                 let name = String(decoding: key.dropFirst(2), as: UTF8.self)
-                found = .corruptViewEntry(key: name, reason: "the log.history index names another record than the key's latest in the log")
+                found = .corruptViewEntry(key: name, reason: "the history index names another record than the key's latest in the log")
                 return false
             }
             return true
         }
         if let found { return found }
-        if count != expected.count { return .corruptViewEntry(key: "?", reason: "the log.history index misses the latest record of \(expected.count - count) EventLog.key(s)") }
+        if count != expected.count { return .corruptViewEntry(key: "?", reason: "the history index misses the latest record of \(expected.count - count) key(s)") }
         return nil
     }
 }

@@ -214,7 +214,7 @@ extension EventLog {
                 try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
                     guard key.first == 0x4F else { return false }
                     if key.count == 33, value.count == 8 { sequences.append(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))) }
-                    return sequences.count < Self.relayOnlyCapacity
+                    return sequences.count < RelayOnlyBounds.relayOnlyCapacity
                 }
             }
             for sequence in sequences {

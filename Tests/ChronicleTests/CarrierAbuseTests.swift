@@ -126,7 +126,7 @@ struct CarrierAbuseTests {
                 _ = try relay.importRange(Data(bytes), from: "a carrier")
             }
             let stats = try relay.statistics()
-            #expect(stats.usedBytes - before < EventLog.relayOnlyByteCapacity, "grew by \(stats.usedBytes - before) bytes, relay-only \(stats.relayOnlyBytes)")
+            #expect(stats.usedBytes - before < RelayOnlyBounds.relayOnlyByteCapacity, "grew by \(stats.usedBytes - before) bytes, relay-only \(stats.relayOnlyBytes)")
         }
     }
 

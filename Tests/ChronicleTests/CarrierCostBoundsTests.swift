@@ -143,13 +143,13 @@ struct CarrierCostBoundsTests {
     @Test func aQuarantineFullOfJunkStillKeepsAndReleasesWaitingEvents() async throws {
         try await withGroup { victim, _, spare in
             let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first)
-            var junk = junkEvents(EventLog.quarantineCapacity, like: model)
+            var junk = junkEvents(Quarantine.quarantineCapacity, like: model)
             while !junk.isEmpty {
                 let batch = Array(junk.prefix(4_096))
                 junk.removeFirst(batch.count)
                 _ = try victim.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: batch, opaque: []).encoded()), from: "a carrier")
             }
-            #expect(try victim.eventLog.quarantineCount() == EventLog.quarantineCapacity)
+            #expect(try victim.eventLog.quarantine.quarantineCount() == Quarantine.quarantineCapacity)
             // A new member writes a value over 64 KiB; its events arrive before its key does.
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
             let big = String(repeating: "x", count: 100 << 10)
@@ -160,7 +160,7 @@ struct CarrierCostBoundsTests {
             let receipt = try victim.importRange(Data(range.encoded()), from: "a relay that lost the key")
             #expect(receipt.quarantined == range.events.count)
             #expect(try victim.quarantinedItems().filter { $0.reason == .awaitingKey }.count == range.events.count)
-            #expect(try victim.eventLog.quarantineCount() <= EventLog.quarantineCapacity)
+            #expect(try victim.eventLog.quarantine.quarantineCount() <= Quarantine.quarantineCapacity)
             // The key arrives (with another event of the newcomer's), and the waiting event applies whole.
             try newcomer.set("after", for: .groupToken)
             var later = try EventRange(decoding: Array(try newcomer.exportRange(after: range.upTo)))
@@ -187,11 +187,11 @@ struct CarrierCostBoundsTests {
             #expect(try victim.quarantinedItems().filter { $0.reason == .awaitingKey && $0.origin == writer }.count == 1)
             // The flood, in one range: events naming random key ids, each "waiting for its key".
             let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator != nil })
-            var junk = junkEvents(EventLog.quarantineCapacity, like: model)
+            var junk = junkEvents(Quarantine.quarantineCapacity, like: model)
             for index in junk.indices { junk[index].authenticator?.keyID = .random() }
             let receipt = try victim.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: junk, opaque: []).encoded()), from: "a carrier")
             #expect(try !victim.quarantinedItems().contains { $0.origin == writer }, "the flood did not evict the genuine event")
-            #expect(try receipt.quarantined == victim.eventLog.quarantineCount(), "the receipt counted \(receipt.quarantined)")
+            #expect(try receipt.quarantined == victim.eventLog.quarantine.quarantineCount(), "the receipt counted \(receipt.quarantined)")
             #expect(try victim.eventLog.wantedEventCount() >= 1)
             // The key arrives with the newcomer's next write; the sync asks for what was lost.
             relay.strips.withLock { $0 = false }
@@ -208,7 +208,7 @@ struct CarrierCostBoundsTests {
     @Test func aWaitingEventTooLargeToKeepComesBackWhenItsKeyArrives() async throws {
         try await withGroup { victim, _, spare in
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
-            let large = String(repeating: "z", count: EventLog.waitingItemLimit + 1)
+            let large = String(repeating: "z", count: Quarantine.waitingItemLimit + 1)
             try newcomer.set(large, for: .groupTheme)
             let relay = LossyRelayTransport(base: StoreTransport(store: newcomer))
             relay.strips.withLock { $0 = true }
@@ -241,8 +241,8 @@ struct CarrierCostBoundsTests {
             let items = try victim.quarantinedItems()
             #expect(items.count > 3_000 && items.count <= 4_000)
             #expect(items.allSatisfy { $0.origin != nil }, "an item the quarantine keeps still lists its identity")
-            let stored = try victim.eventLog.environment.read { txn in try victim.eventLog.quarantineSpace(txn) }
-            #expect(stored.bytes <= EventLog.quarantineByteCapacity)
+            let stored = try victim.eventLog.environment.read { txn in try victim.eventLog.quarantine.quarantineSpace(txn) }
+            #expect(stored.bytes <= Quarantine.quarantineByteCapacity)
             let size = try #require(try FileManager.default.attributesOfItem(atPath: victim.directory.appendingPathComponent("data.mdb").path)[.size] as? NSNumber).intValue
             #expect(size < 48 << 20, "data.mdb is \(size) bytes after 240 MB of junk")
         }
@@ -285,7 +285,7 @@ struct CarrierCostBoundsTests {
             }
             let after = try victim.statistics()
             #expect(after.records == before.records && after.relayOnly == 0)
-            #expect(after.quarantined <= EventLog.quarantineCapacity)
+            #expect(after.quarantined <= Quarantine.quarantineCapacity)
             // Nothing of it travels on.
             try await Replicator(store: honest, peers: [.store(victim)]).sync()
             #expect(try honest.statistics().relayOnly == 0)
@@ -306,17 +306,17 @@ struct CarrierCostBoundsTests {
                 let range = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: items)
                 receipt.add(try relay.importRange(Data(range.encoded()), from: source))
             }
-            try send(EventLog.relayOnlyPerSource + 100, from: "carrier 0")  // 100 past its share
-            for source in 1..<4 { try send(EventLog.relayOnlyPerSource, from: "carrier \(source)") }
+            try send(RelayOnlyBounds.relayOnlyPerSource + 100, from: "carrier 0")  // 100 past its share
+            for source in 1..<4 { try send(RelayOnlyBounds.relayOnlyPerSource, from: "carrier \(source)") }
             try send(100, from: "carrier 4")  // past the total
-            #expect(receipt.opaque == EventLog.relayOnlyCapacity)
+            #expect(receipt.opaque == RelayOnlyBounds.relayOnlyCapacity)
             #expect(receipt.quarantined == 200)
             #expect(try relay.quarantinedItems().allSatisfy { $0.reason == .relayLimit })
             let stats = try relay.statistics()
-            #expect(stats.relayOnly == EventLog.relayOnlyCapacity && stats.relayOnlyBytes > 0)
-            #expect(stats.relayOnlyBySource["carrier 0"] == EventLog.relayOnlyPerSource && stats.relayOnlyBySource["carrier 4"] == nil)
+            #expect(stats.relayOnly == RelayOnlyBounds.relayOnlyCapacity && stats.relayOnlyBytes > 0)
+            #expect(stats.relayOnlyBySource["carrier 0"] == RelayOnlyBounds.relayOnlyPerSource && stats.relayOnlyBySource["carrier 4"] == nil)
             let report = try relay.compact(dropRelayOnly: true)
-            #expect(report.relayOnlyDropped == EventLog.relayOnlyCapacity)
+            #expect(report.relayOnlyDropped == RelayOnlyBounds.relayOnlyCapacity)
             #expect(try relay.statistics().relayOnly == 0 && relay.statistics().relayOnlyBySource.isEmpty)
             #expect(try relay.verify().isSound)
         }
@@ -328,7 +328,7 @@ struct CarrierCostBoundsTests {
     @Test func aCopyOfARelayKeepsEveryRelayOnlyRecord() throws {
         try withTemporaryStore { relay, _ in
             for source in 0..<2 {
-                let items = (0..<(EventLog.relayOnlyPerSource - 1)).map { _ -> OpaqueEvent in
+                let items = (0..<(RelayOnlyBounds.relayOnlyPerSource - 1)).map { _ -> OpaqueEvent in
                     let origin = ReplicaID.random()
                     return OpaqueEvent(origin: origin, counter: 1, bytes: [UInt8(3)] + origin.bytes + UInt64(1).bigEndianBytes + [0xAA], reason: "")
                 }
@@ -336,7 +336,7 @@ struct CarrierCostBoundsTests {
                 _ = try relay.importRange(Data(range.encoded()), from: "carrier \(source)")
             }
             let held = try relay.statistics().relayOnly
-            #expect(held == 2 * (EventLog.relayOnlyPerSource - 1))
+            #expect(held == 2 * (RelayOnlyBounds.relayOnlyPerSource - 1))
             let directory = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let copy = try relay.copy(to: directory)

@@ -48,7 +48,7 @@ struct WantedEventBoundsTests {
             let relay = LossyRelayTransport(base: StoreTransport(store: newcomer))
             relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
-            try importJunk(EventLog.quarantineCapacity, into: victim)
+            try importJunk(Quarantine.quarantineCapacity, into: victim)
             #expect(try victim.eventLog.wantedEventCount() >= 1, "the genuine event was not recorded as wanted")
             try importJunk(WantedEvents.capacity + 2_000, into: victim)
             // The key arrives with the newcomer's next write; the sync asks for what was lost.
@@ -76,7 +76,7 @@ struct WantedEventBoundsTests {
             let newcomer = try Store(directory: spare, configuration: passphraseConfiguration("the group"))
             try newcomer.set("from the newcomer", for: .groupTheme)
             try await Replicator(store: newcomer, peers: [.store(relayStore)]).sync()
-            try importJunk(EventLog.quarantineCapacity + WantedEvents.capacity + 2_000, into: relayStore, like: victim)
+            try importJunk(Quarantine.quarantineCapacity + WantedEvents.capacity + 2_000, into: relayStore, like: victim)
             let relay = LossyRelayTransport(base: StoreTransport(store: relayStore))
             relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
@@ -126,7 +126,7 @@ struct WantedEventBoundsTests {
             let transport = LossyRelayTransport(base: StoreTransport(store: relay))
             transport.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: transport)]).sync()
-            try importJunk(EventLog.quarantineCapacity, into: victim)
+            try importJunk(Quarantine.quarantineCapacity, into: victim)
             #expect(try victim.eventLog.wantedEventCount() >= 1)
             // The key arrives; the victim asks the relay for what it lost.
             transport.strips.withLock { $0 = false }

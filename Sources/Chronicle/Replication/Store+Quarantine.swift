@@ -8,7 +8,7 @@ extension Store {
     /// shows its identity, key name and reason only.
     public func quarantinedItems() throws(ChronicleError) -> [QuarantinedItem] {
         let eventLog = try eventLog
-        return try mappingErrors { try eventLog.quarantinedItems() }
+        return try mappingErrors { try eventLog.quarantine.quarantinedItems() }
     }
 
     /// Drops quarantined items (once inspected, they are of no further use).
@@ -17,6 +17,6 @@ extension Store {
     @discardableResult
     public func dropQuarantined(_ ids: [UInt64]? = nil) throws(ChronicleError) -> Int {
         let eventLog = try eventLog
-        return try mappingErrors { try eventLog.dropQuarantined(ids) }
+        return try mappingErrors { try eventLog.quarantine.dropQuarantined(ids) }
     }
 }

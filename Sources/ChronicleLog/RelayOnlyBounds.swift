@@ -4,7 +4,18 @@ import ChronicleSodium
 
 /// Relay-only records: what a store that verifies nothing keeps to relay without judging it
 /// (items of newer formats, second versions of identities), bounded in total and per source.
+/// What a store that verifies nothing keeps to relay without judging it: bounded in total and per source.
+package struct RelayOnlyBounds: Sendable {
+    let log: EventLog
+
+    private var dbs: Databases { log.dbs }
+}
+
 extension EventLog {
+    package var relayOnly: RelayOnlyBounds { RelayOnlyBounds(log: self) }
+}
+
+extension RelayOnlyBounds {
     /// The most relay-only records (items this build cannot read, kept to relay by a store
     /// that verifies nothing) a store keeps, and their most bytes.
     package static let relayOnlyCapacity = 65_536
@@ -73,21 +84,5 @@ extension EventLog {
             space.bytes += item?.bytes.count ?? value.count
         }
         return space
-    }
-
-    /// The `dots` key of an opaque record: `"O"` ‖ BLAKE2b-256 of its bytes (33 bytes, so it never
-    /// meets a 24-byte dot). Opaque records are known by their bytes, never by the identity they claim.
-    package static func opaqueKey(_ bytes: [UInt8]) -> [UInt8] { [0x4F] + GenericHash.hash(bytes) }
-
-    /// Appends a relay-only record (an event this build cannot read, or a second version of an
-    /// identity at a store that verifies nothing) unless the same bytes are stored already;
-    /// returns whether it appended.
-    @discardableResult
-    package func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
-        let key = Self.opaqueKey(item.bytes)
-        guard try txn.get(dbs.dots, key: key) == nil else { return false }
-        let sequence = try appendRecord(.opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID), txn, &head)
-        try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
-        return true
     }
 }
