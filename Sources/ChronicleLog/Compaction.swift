@@ -158,7 +158,7 @@ extension Compaction {
         for push in pushes {
             try txn.delete(log.dbs.peers, key: push.key.bytes)
             guard push.key.epoch == epoch, push.value.sequence > 0, push.value.sequence <= head.sequence else { continue }
-            if let chain = push.value.chain, try !log.chainMatches(at: push.value.sequence, chain, txn) { continue }
+            if let chain = push.value.chain, try !log.gaps.chainMatches(at: push.value.sequence, chain, txn) { continue }
             carried.append(push)
         }
         return carried

@@ -151,10 +151,10 @@ extension EventLog {
         for (sequence, event) in events {
             let prefix = HistoryKey.prefix(domain: event.domain, name: event.key)
             if kept[prefix] == nil {
-                let retention = try retention(ofPrefix: prefix, txn)
-                let sequences = retention.keptRevisions == nil ? [] : try historySequences(event.domain, event.key, txn)
+                let retention = try sweeper.retention(ofPrefix: prefix, txn)
+                let sequences = retention.keptRevisions == nil ? [] : try historyIndex.historySequences(event.domain, event.key, txn)
                 if let keep = retention.keptRevisions, sequences.count > keep {
-                    kept[prefix] = .some(Set(try retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
+                    kept[prefix] = .some(Set(try sweeper.retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
                 } else {
                     kept[prefix] = .some(nil)
                 }

@@ -185,7 +185,7 @@ extension EventLog {
             var waiting: [[UInt8]] = []
             var latest = try LogHead.read(txn, dbs).hlc
             for database in [dbs.defaults, dbs.secrets, dbs.deferred] { try txn.clear(database) }
-            try clearHistory(txn)
+            try historyIndex.clearHistory(txn)
             _ = try replayLog(txn) { sequence, event in
                 let held = driftGuard.isAhead(event.hlc, now: now)
                 if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
@@ -203,7 +203,7 @@ extension EventLog {
                     try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
                 }
             }
-            try writeLatest(heads, txn)
+            try historyIndex.writeLatest(heads, txn)
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
             try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)

@@ -138,7 +138,7 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
-            try recordRetention(of: change, txn)
+            try sweeper.recordRetention(of: change, txn)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
@@ -230,12 +230,12 @@ extension EventLog {
     package func withHead<R>(
         _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
     ) throws -> R {
-        defer { sweepIfDue() }
+        defer { sweeper.sweepIfDue() }
         return try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
             try head.checkMAC(txn, dbs, keys: chainKeys)
-            try repairHistoryIfStale(txn, head: head)
+            try historyIndex.repairHistoryIfStale(txn, head: head)
             let before = head
             let result = try body(txn, &head)
             switch write {
@@ -284,7 +284,7 @@ extension EventLog {
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
-        try indexHistory(event, sequence: sequence, txn)
+        try historyIndex.indexHistory(event, sequence: sequence, txn)
         let won = indexView ? try EventLog.indexView(event, sequence: sequence, txn, dbs) : false
         return (sequence, won)
     }

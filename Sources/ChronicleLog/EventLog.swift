@@ -92,9 +92,9 @@ package final class EventLog: Sendable {
             return self.commitGroup(groups)
         }
         self.committer.withLock { $0 = committer }
-        try reindexHistoryIfAnEarlierBuildWrote()
+        try historyIndex.reindexHistoryIfAnEarlierBuildWrote()
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
-        sweepIfDue()  // a first pass over every key: garbage of earlier builds or other processes
+        sweeper.sweepIfDue()  // a first pass over every key: garbage of earlier builds or other processes
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in

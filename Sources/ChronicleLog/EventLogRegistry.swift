@@ -43,7 +43,7 @@ package enum EventLogRegistry {
         _ = installExitHook
         return try entries.withLock { entries throws(ChronicleError) in
             if var entry = entries[identity], let eventLog = entry.live {
-                if entry.leases == 0 { eventLog.resumeSweeping() }
+                if entry.leases == 0 { eventLog.sweeper.resumeSweeping() }
                 entry.leases += 1
                 entry.held = eventLog
                 entries[identity] = entry
@@ -96,8 +96,8 @@ package enum EventLogRegistry {
         guard closing != nil else { return }
         // Waits for a pass of the automatic compaction in progress. A lease taken meanwhile (it
         // resumed sweeping before this stopped it) resumes it again below.
-        closing?.stopSweeping()
-        if entries.withLock({ ($0[identity]?.leases ?? 0) > 0 }) { closing?.resumeSweeping() }
+        closing?.sweeper.stopSweeping()
+        if entries.withLock({ ($0[identity]?.leases ?? 0) > 0 }) { closing?.sweeper.resumeSweeping() }
         // Changes of the non-throwing forms still queued are committed before the log can close.
         if let eventLog = closing {
             do { try eventLog.settlePending() } catch {

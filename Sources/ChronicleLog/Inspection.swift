@@ -83,7 +83,7 @@ extension Inspection {
             let epoch = try EventLog.epoch(txn, dbs)
             guard sequence > 0 else { return (true, epoch) }
             // A place inside a gap: retention dropped the record there, and the epoch confirms it.
-            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try log.isInsideGap(sequence, txn), epoch) }
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try log.gaps.isInsideGap(sequence, txn), epoch) }
             return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
         }
     }
@@ -127,15 +127,15 @@ extension Inspection {
             var counted: [[KeyName: Int]]?
             if try txn.count(dbs.legacyHistory) > 0 {
                 var counts: [[KeyName: Int]] = [[:], [:]]
-                try log.eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
+                try log.historyIndex.eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
                 counted = counts
             }
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let retention = try log.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+                    let retention = try log.sweeper.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
                     let revisions =
                         try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 }
-                        ?? log.retainedSequences(domain, name, keeping: retention, txn).count
+                        ?? log.sweeper.retainedSequences(domain, name, keeping: retention, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,

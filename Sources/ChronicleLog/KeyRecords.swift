@@ -162,7 +162,7 @@ package struct KeyRecords: Sendable {
         try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
         try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
         head.chainKeyID = id
-        if firstKeying { try log.remacGaps(with: try chainKeys.key(id), txn) }  // gaps made before verify under the key from now on
+        if firstKeying { try log.gaps.remacGaps(with: try chainKeys.key(id), txn) }  // gaps made before verify under the key from now on
         return true
     }
 

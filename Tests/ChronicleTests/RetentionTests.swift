@@ -378,6 +378,6 @@ struct RetentionTests {
         #expect(try store.verify().isSound)
         // The file now says it holds gaps: a build before them refuses it instead of misreading it.
         let format = try store.eventLog.environment.read { txn in try txn.get(try store.eventLog.dbs.meta, key: MetaKey.format) }
-        #expect(format == EventLog.formatWithGaps.bigEndianBytes)
+        #expect(format == Gaps.formatWithGaps.bigEndianBytes)
     }
 }

@@ -109,7 +109,7 @@ extension Store {
     public func purgeHistory(of key: AnyKey) throws(ChronicleError) -> Int {
         try AnyKey.validate(name: key.name)
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.purgeHistory(key.domain, key.name) }
+        return try mappingErrors { try eventLog.sweeper.purgeHistory(key.domain, key.name) }
     }
 
     /// Applies every key's ``Retention`` now, over the whole log: what the store also does by
@@ -119,7 +119,7 @@ extension Store {
     @discardableResult
     public func applyRetention() throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.applyRetention() }
+        return try mappingErrors { try eventLog.sweeper.applyRetention() }
     }
 
     /// Shrinks a store's data file to the pages in use: a compacting copy

@@ -39,7 +39,7 @@ struct ReplicaLog: Sendable {
 
     /// Whether the log's record at `sequence` still has the chain hash `chain`.
     func chainMatches(at sequence: UInt64, _ chain: [UInt8]) throws -> Bool {
-        try store.eventLog.chainMatches(at: sequence, chain)
+        try store.eventLog.gaps.chainMatches(at: sequence, chain)
     }
 
     /// The next batch to push.

@@ -13,7 +13,20 @@ import Synchronization
 /// records the drift guard holds back. So no current value changes, here or on any replica that
 /// syncs with this one later. Kept records keep their sequences and chain hashes; dropped ones
 /// become gap records (``Gap``), and their identities compacted ranges.
+/// Retention: which records each key keeps, and the sweep that drops the rest in short steps after writes and when the store opens.
+package struct RetentionSweeper: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var driftGuard: DriftGuard { log.driftGuard }
+}
+
 extension EventLog {
+    package var sweeper: RetentionSweeper { RetentionSweeper(log: self) }
+}
+
+extension RetentionSweeper {
     /// Records one step of the automatic compaction drops at most (one write transaction).
     static let maxDropsPerStep = 4096
     /// Keys one step of the automatic compaction looks at.
@@ -24,7 +37,7 @@ extension EventLog {
     /// The retention of the key whose history prefix is `prefix`: what it declared when this
     /// store last wrote it, else the store's default.
     func retention(ofPrefix prefix: [UInt8], _ txn: borrowing Transaction) throws -> Retention {
-        guard let bytes = try txn.get(dbs.retention, key: prefix), bytes.count == 4 else { return defaultRetention }
+        guard let bytes = try txn.get(dbs.retention, key: prefix), bytes.count == 4 else { return log.defaultRetention }
         return Retention(rule: UInt32(bigEndianBytes: bytes) ?? 0)
     }
 
@@ -62,7 +75,7 @@ extension EventLog {
     func retainedSequences(
         _ domain: Domain, _ name: String, keeping retention: Retention, known: [UInt64]? = nil, _ txn: borrowing Transaction
     ) throws -> [UInt64] {
-        let sequences = try known ?? historySequences(domain, name, txn)
+        let sequences = try known ?? log.historyIndex.historySequences(domain, name, txn)
         guard let plan = try planDrops(domain, name, sequences: sequences, keeping: retention, budget: .max, txn) else { return sequences }
         let dropped = Set(plan.dropped.map(\.sequence))
         return sequences.filter { !dropped.contains($0) }
@@ -128,12 +141,12 @@ extension EventLog {
     /// whatever its retention: what ``Retention/latest`` keeps stays.
     /// - Returns: the number of records dropped.
     package func purgeHistory(_ domain: Domain, _ name: String) throws -> Int {
-        try withHead(.whenAppended) { txn, head in
-            let sequences = try historySequences(domain, name, txn)
+        try log.withHead(.whenAppended) { txn, head in
+            let sequences = try log.historyIndex.historySequences(domain, name, txn)
             guard let plan = try planDrops(domain, name, sequences: sequences, keeping: .latest, budget: .max, txn) else { return 0 }
             var identities: [ReplicaID: [UInt64]] = [:]
-            try drop(plan, txn, &head, identities: &identities)
-            try recordDropped(identities, txn)
+            try log.gaps.drop(plan, txn, &head, identities: &identities)
+            try log.gaps.recordDropped(identities, txn)
             return plan.dropped.count
         }
     }
@@ -143,24 +156,24 @@ extension EventLog {
     /// Starts a pass of the automatic compaction on a utility thread when one is due and none
     /// runs: after every write transaction, and when the log opens.
     func sweepIfDue() {
-        let passes = sweepPasses
+        let passes = log.sweepPasses
         // Started and counted under one lock, so a closing log's wait never misses a pass.
-        let started = sweepSchedule.withLock { schedule -> SweepSchedule.Work? in
+        let started = log.sweepSchedule.withLock { schedule -> SweepSchedule.Work? in
             guard let work = schedule.start() else { return nil }
             passes.enter()
             return work
         }
         guard let work = started else { return }
-        DispatchQueue.global(qos: .utility).async { [weak self] in
-            // Left after the last use of `self`: once a closing log's wait returns, no pass holds it.
+        DispatchQueue.global(qos: .utility).async { [weak log] in
+            // Left after the last use of `log`: once a closing log's wait returns, no pass holds it.
             defer { passes.leave() }
             var unfinished: [[UInt8]] = []
             do {
-                unfinished = try self?.sweep(work).unfinished ?? []
+                unfinished = try log?.sweeper.sweep(work).unfinished ?? []
             } catch {
-                self?.logger.debug("chronicle: automatic compaction stopped", metadata: ["error": "\(ChronicleError.wrap(error))"])
+                log?.logger.debug("chronicle: automatic compaction stopped", metadata: ["error": "\(ChronicleError.wrap(error))"])
             }
-            self?.sweepSchedule.withLock { $0.finish(unfinished: unfinished) }
+            log?.sweepSchedule.withLock { $0.finish(unfinished: unfinished) }
         }
     }
 
@@ -208,12 +221,12 @@ extension EventLog {
             guard try txn.count(dbs.legacyHistory) == 0 else { return [] }  // the next write reindexes first
             return try prefixes.filter { prefix in
                 guard let key = Self.key(ofPrefix: prefix), let keep = try retention(ofPrefix: prefix, txn).keptRevisions else { return false }
-                return try historySequences(key.domain, key.name, txn).count > keep
+                return try log.historyIndex.historySequences(key.domain, key.name, txn).count > keep
             }
         }
-        guard !sweepSchedule.withLock({ $0.stopped }) else { return (false, 0, []) }
+        guard !log.sweepSchedule.withLock({ $0.stopped }) else { return (false, 0, []) }
         guard !candidates.isEmpty else { return (true, 0, []) }
-        let (dropped, unfinished) = try withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
+        let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
             var identities: [ReplicaID: [UInt64]] = [:]
@@ -223,14 +236,14 @@ extension EventLog {
                     unfinished.append(prefix)
                     continue
                 }
-                let sequences = try historySequences(key.domain, key.name, txn)
+                let sequences = try log.historyIndex.historySequences(key.domain, key.name, txn)
                 let retention = try retention(ofPrefix: prefix, txn)
                 guard let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn) else { continue }
-                try drop(plan, txn, &head, identities: &identities)
+                try log.gaps.drop(plan, txn, &head, identities: &identities)
                 budget -= plan.dropped.count
                 if plan.unfinished { unfinished.append(prefix) }
             }
-            try recordDropped(identities, txn)
+            try log.gaps.recordDropped(identities, txn)
             return (Self.maxDropsPerStep - budget, unfinished)
         }
         return (true, dropped, unfinished)
@@ -247,12 +260,12 @@ extension EventLog {
     /// which it does at its next step, so the log closes when its last lease ends (a reclaim of
     /// the file right after must not find it open).
     package func stopSweeping() {
-        sweepSchedule.withLock { $0.stop() }
-        sweepPasses.wait()
+        log.sweepSchedule.withLock { $0.stop() }
+        log.sweepPasses.wait()
     }
 
     /// Lets the automatic compaction run again: a closing log was leased again.
     package func resumeSweeping() {
-        sweepSchedule.withLock { $0.resume() }
+        log.sweepSchedule.withLock { $0.resume() }
     }
 }

@@ -16,11 +16,23 @@ import Synchronization
 /// by compacting. So every write transaction first checks that the index can be extended (no
 /// `history` rows, no `previous` row past the log's head) and rebuilds it from the log when not,
 /// and a read that finds `history` rows reads the log instead of the links.
+/// The history index: each key's latest record (`latest`) and, per record, the key's record before it (`previous`), so a key's history is read without scanning the log.
+package struct HistoryIndex: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+}
+
 extension EventLog {
+    package var historyIndex: HistoryIndex { HistoryIndex(log: self) }
+}
+
+extension HistoryIndex {
     /// Indexes the record at `sequence`, the newest in the log, as its key's latest.
     func indexHistory(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction) throws {
         let name = HistoryKey.prefix(domain: event.domain, name: event.key)
-        sweepSchedule.withLock { $0.appended(name) }
+        log.sweepSchedule.withLock { $0.appended(name) }
         let position = sequence.bigEndianBytes
         if let last = try txn.get(dbs.latest, key: name) {
             guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {

@@ -5,7 +5,20 @@ import ChronicleSodium
 /// Dropping records in place: each run of dropped records becomes one gap record under the run's
 /// last sequence (docs/FORMAT.md 4.5), so kept records keep their sequences and chain hashes, and
 /// a reader's or a peer's place in the log stays valid.
+/// Gap records: runs of records retention dropped, each standing for its run in the chain with a MAC only the chain key makes.
+package struct Gaps: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var chainKeys: ChainKeys { log.chainKeys }
+}
+
 extension EventLog {
+    package var gaps: Gaps { Gaps(log: self) }
+}
+
+extension Gaps {
     /// The store format that gap records need (readers of format 1 do not know them).
     static let formatWithGaps: UInt32 = 2
 
@@ -13,7 +26,7 @@ extension EventLog {
     /// links of the key's kept records joined across them; adds their identities to
     /// `identities`, which the caller records (``recordDropped(_:_:)``) once for the whole
     /// transaction. Views do not change.
-    func drop(_ plan: KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead, identities: inout [ReplicaID: [UInt64]]) throws {
+    func drop(_ plan: RetentionSweeper.KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead, identities: inout [ReplicaID: [UInt64]]) throws {
         let macKey = try head.chainKey(chainKeys)
         try markFormatWithGaps(txn)
         for (sequence, event) in plan.dropped {
