@@ -119,7 +119,7 @@ extension Compaction {
         }
         // The greatest event of each key that replicates: it must outlive a newer `.never` winner.
         var replicated: [ViewKey: (order: ConflictOrder, sequence: UInt64)] = [:]
-        _ = try log.replayLog(txn) { sequence, event in
+        _ = try log.replayer.replayLog(txn) { sequence, event in
             meter.step()
             guard event.policy != .never, !plan.waiting.contains(sequence) else { return }
             let key = ViewKey(domain: event.domain, name: KeyName(event.key))
@@ -131,7 +131,7 @@ extension Compaction {
         let visitOpaque = { (sequence: UInt64, item: OpaqueEvent) in
             if dropRelayOnly { plan.relayOnlyDropped += 1 } else { plan.kept.append((sequence, .opaque(item))) }
         }
-        _ = try log.replayLog(txn, opaque: visitOpaque) { sequence, event in
+        _ = try log.replayer.replayLog(txn, opaque: visitOpaque) { sequence, event in
             meter.step()
             plan.records += 1
             if keep.contains(sequence) || event.hlc.milliseconds >= cutoffMilliseconds {

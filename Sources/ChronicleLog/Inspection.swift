@@ -38,7 +38,7 @@ extension Inspection {
     package func events(in range: ClosedRange<UInt64>) throws -> [CommittedEvent] {
         try environment.read { txn in
             var events: [CommittedEvent] = []
-            _ = try log.replayLog(txn, upTo: range.upperBound) { sequence, event in
+            _ = try log.replayer.replayLog(txn, upTo: range.upperBound) { sequence, event in
                 if range.contains(sequence) {
                     let hash = try txn.get(dbs.events, key: sequence.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: sequence).hash } ?? []
                     events.append(try streamed(event, sequence, hash: hash, txn))

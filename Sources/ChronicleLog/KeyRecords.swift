@@ -156,7 +156,7 @@ package struct KeyRecords: Sendable {
         // Gaps made before are MAC'd with no key: they get the key's MAC now, but only in a log
         // that never held a chain-key record (one that did had its meta edited to forget it, and
         // a gap forged meanwhile must not be re-MAC'd into a genuine one).
-        let firstKeying = try !log.holdsChainKeyRecord(txn)
+        let firstKeying = try !log.replayer.holdsChainKeyRecord(txn)
         chainKeys.install(id: id, from: dataKey)
         try appendChainKeyRecord(id, txn, &head)
         try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)

@@ -115,7 +115,7 @@ extension RangeImport {
         }
         if !run.committed.isEmpty { observers.publish(run.committed) }
         if receipt.deferred > 0 { log.schedulePromotion(at: try log.nextPromotion()) }
-        return (receipt, EventLog.coalesced(run.fromRange.sorted()))
+        return (receipt, RangeExport.coalesced(run.fromRange.sorted()))
     }
 
     /// Keys: drops the quarantined key records the screening tried again, stores the accepted

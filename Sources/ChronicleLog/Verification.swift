@@ -20,7 +20,7 @@ extension EventLog {
 extension Verification {
     /// Checks what `meta` says of the log against the log itself: a store with a data key of
     /// its own has a keyed chain, and a keyed head carries a MAC that only the key makes.
-    private func verifyHead(_ txn: borrowing Transaction, _ replay: EventLog.Replay) throws {
+    private func verifyHead(_ txn: borrowing Transaction, _ replay: LogReplay.Replay) throws {
         let head = try LogHead.read(txn, dbs)
         guard replay.covered == head.sequence else {
             throw ChronicleError.corruptMeta(entry: "seq", reason: "the head says \(head.sequence) records, the log holds \(replay.covered)")
@@ -59,7 +59,7 @@ extension Verification {
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
                 var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
-                let replay = try log.replayLog(txn) { sequence, event in
+                let replay = try log.replayer.replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
                     if let verifier {
                         // A member authenticates every event it writes: once a replica's events carry

@@ -36,7 +36,7 @@ struct HistoryIndexTests {
         let previous = try environment.openDatabase(named: "previous")
         var events: [(UInt64, Event)] = []
         try environment.read { txn in
-            _ = try log.replayLog(txn) { sequence, event in events.append((sequence, event)) }
+            _ = try log.replayer.replayLog(txn) { sequence, event in events.append((sequence, event)) }
         }
         try environment.write { txn in
             var heads: [[UInt8]: UInt64] = [:]
@@ -285,7 +285,7 @@ struct HistoryIndexTests {
         try withTemporaryStore { store, _ throws in
             for n in 1...10 { try store.set(n, for: Keys.launches) }
             try store.set(.dark, for: Keys.theme)
-            try store.eventLog.rebuildViews()
+            try store.eventLog.replayer.rebuildViews()
             #expect(try store.history(of: Keys.launches).map(\.value) == Array(1...10))
             #expect(try Self.rows(store, "latest").count == 2)
             #expect(try Self.rows(store, "previous").count == 9)

@@ -35,7 +35,7 @@ struct MemberImportVerificationTests {
 
     /// Everything `store` has, decoded as a peer would (so the received bytes are kept).
     func wholeRange(_ store: Store) throws -> EventRange {
-        let range = try store.eventLog.exportRange(after: 0, filter: .syncable, excluding: nil, maxEvents: 60_000, maxBytes: 64 << 20)
+        let range = try store.eventLog.rangeExport.exportRange(after: 0, filter: .syncable, excluding: nil, maxEvents: 60_000, maxBytes: 64 << 20)
         return try EventRange(decoding: range.encoded())
     }
 
@@ -313,7 +313,7 @@ struct MemberImportVerificationTests {
             #expect(try victim.importRange(Data(first.encoded()), from: "honest").applied == 2)
             try fill(honest, 2, prefix: "w")
             var later = try EventRange(
-                decoding: try honest.eventLog.exportRange(after: first.upTo, filter: .syncable, excluding: nil, maxEvents: 100, maxBytes: 1 << 20).encoded())
+                decoding: try honest.eventLog.rangeExport.exportRange(after: first.upTo, filter: .syncable, excluding: nil, maxEvents: 100, maxBytes: 1 << 20).encoded())
             later.keys = []  // sent before: a peer does not have to send them again
             #expect(later.events.count == 2)
             if corrupt {

@@ -46,7 +46,7 @@ extension Store {
             }
             var after: UInt64 = 0
             while after < last {
-                var range = try eventLog.exportRange(after: after, filter: nil, excluding: nil, maxEvents: 4096, maxBytes: 8 << 20, through: last)
+                var range = try eventLog.rangeExport.exportRange(after: after, filter: nil, excluding: nil, maxEvents: 4096, maxBytes: 8 << 20, through: last)
                 if case let .date(date) = point {
                     let limit = UnixMilliseconds.of(date)
                     range.events.removeAll { $0.hlc.milliseconds > limit }

@@ -46,7 +46,7 @@ struct ReplicaLog: Sendable {
     func export(
         after: UInt64, filter: RangeFilter, excluding origin: ReplicaID?, maxEvents: Int, maxBytes: Int, skipping: [ClosedRange<UInt64>]
     ) throws -> EventRange {
-        try store.eventLog.exportRange(after: after, filter: filter, excluding: origin, maxEvents: maxEvents, maxBytes: maxBytes, skipping: skipping)
+        try store.eventLog.rangeExport.exportRange(after: after, filter: filter, excluding: origin, maxEvents: maxEvents, maxBytes: maxBytes, skipping: skipping)
     }
 
     /// Imports a pulled batch with its checkpoint, in one transaction; returns the receipt and

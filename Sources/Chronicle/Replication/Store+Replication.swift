@@ -29,7 +29,7 @@ extension Store {
         let eventLog = try settledEventLog
         try prepareTravelKeys()
         return try mappingErrors {
-            Data(try eventLog.exportRange(after: after, filter: filter, excluding: origin, maxEvents: max(1, maxEvents), maxBytes: maxBytes).encoded())
+            Data(try eventLog.rangeExport.exportRange(after: after, filter: filter, excluding: origin, maxEvents: max(1, maxEvents), maxBytes: maxBytes).encoded())
         }
     }
 
@@ -42,7 +42,7 @@ extension Store {
     public func exportEvents(_ identities: [EventIdentity], maxBytes: Int = 1 << 20) throws(ChronicleError) -> Data {
         let eventLog = try settledEventLog
         try prepareTravelKeys()
-        return try mappingErrors { Data(try eventLog.exportEvents(identities, maxBytes: maxBytes).encoded()) }
+        return try mappingErrors { Data(try eventLog.rangeExport.exportEvents(identities, maxBytes: maxBytes).encoded()) }
     }
 
     /// Applies a range received from a peer or read from a file, in one durable transaction.
@@ -183,7 +183,7 @@ extension Store {
 
     private func exportCut(_ eventLog: EventLog, after: UInt64, through last: UInt64) throws(ChronicleError) -> EventRange {
         try mappingErrors {
-            try eventLog.exportRange(
+            try eventLog.rangeExport.exportRange(
                 after: after, filter: .syncable, excluding: nil, maxEvents: EventRange.maxItems / 2, maxBytes: EventRange.maxEncodedSize / 2,
                 through: last)
         }

@@ -158,7 +158,7 @@ public final class Store: Sendable {
     /// sequence and nothing changes.
     public func rebuildViews() throws(ChronicleError) {
         let eventLog = try settledEventLog
-        try mappingErrors { try eventLog.rebuildViews() }
+        try mappingErrors { try eventLog.replayer.rebuildViews() }
     }
 
     /// Checks that every record decodes, the hash chain holds and the views equal a replay.

@@ -3,7 +3,22 @@ package import ChronicleLMDB
 import ChronicleSodium
 import Foundation
 
+/// Reading the whole log in order, checking its chain (`replayLog`), and rebuilding the views and the history index from it.
+package struct LogReplay: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var observers: ObserverHub { log.observers }
+    private var driftGuard: DriftGuard { log.driftGuard }
+    private var chainKeys: ChainKeys { log.chainKeys }
+}
+
 extension EventLog {
+    package var replayer: LogReplay { LogReplay(log: self) }
+}
+
+extension LogReplay {
     /// What a replay found besides the events it visited.
     package struct Replay {
         /// Records read (gap records aside).
@@ -185,7 +200,7 @@ extension EventLog {
             var waiting: [[UInt8]] = []
             var latest = try LogHead.read(txn, dbs).hlc
             for database in [dbs.defaults, dbs.secrets, dbs.deferred] { try txn.clear(database) }
-            try historyIndex.clearHistory(txn)
+            try log.historyIndex.clearHistory(txn)
             _ = try replayLog(txn) { sequence, event in
                 let held = driftGuard.isAhead(event.hlc, now: now)
                 if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
@@ -203,7 +218,7 @@ extension EventLog {
                     try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
                 }
             }
-            try historyIndex.writeLatest(heads, txn)
+            try log.historyIndex.writeLatest(heads, txn)
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
             try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)

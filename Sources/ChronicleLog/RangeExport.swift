@@ -5,33 +5,20 @@ import Logging
 package import ChronicleLMDB
 import ChronicleSodium
 
+/// Ranges out of the log: what a peer asked for after a position, bounded in events and bytes, with the key records the events name.
+package struct RangeExport: Sendable {
+    let log: EventLog
+
+    private var environment: Environment { log.environment }
+    private var dbs: Databases { log.dbs }
+    private var keyRecords: KeyRecords { log.keyRecords }
+}
+
 extension EventLog {
-    // MARK: - Checkpoints
+    package var rangeExport: RangeExport { RangeExport(log: self) }
+}
 
-    /// The checkpoint stored under `key` (sequence 0 when none).
-    package func checkpoint(_ key: CheckpointKey) throws -> CheckpointValue {
-        try environment.read { txn in
-            try txn.get(dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
-        }
-    }
-
-    package func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
-        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.encoded()) }
-    }
-
-    /// This log's epoch: renewed whenever its sequence numbers are rewritten.
-    package func epoch() throws -> LogEpoch {
-        try environment.read { txn in try Self.epoch(txn, dbs) }
-    }
-
-    package static func epoch(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogEpoch {
-        guard let bytes = try txn.get(dbs.meta, key: MetaKey.epoch) else { return .zero }
-        guard let epoch = LogEpoch(bytes: bytes) else {
-            throw ChronicleError.corruptMeta(entry: "epoch", reason: "\(bytes.count) bytes, not \(LogEpoch.byteCount)")
-        }
-        return epoch
-    }
-
+extension RangeExport {
     // MARK: - Export
 
     /// Cuts the range of this log after `after`: at most `maxEvents` events and
@@ -113,8 +100,8 @@ extension EventLog {
             // Each key as it travels, and any alternate records this store relays under its id.
             let keys = try travelingKeyRecords(keyIDs, txn)
             var range = EventRange(
-                source: replica, epoch: try Self.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
-                afterChain: try chainHash(at: start, txn), upToChain: try chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
+                source: log.replica, epoch: try EventLog.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
+                afterChain: try log.chainHash(at: start, txn), upToChain: try log.chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
             range.opaqueKeys = try keyIDs.flatMap { id in try keyRecords.newerKindKeys(id, txn) }
             return range
         }
@@ -151,10 +138,10 @@ extension EventLog {
         for (sequence, event) in events {
             let prefix = HistoryKey.prefix(domain: event.domain, name: event.key)
             if kept[prefix] == nil {
-                let retention = try sweeper.retention(ofPrefix: prefix, txn)
-                let sequences = retention.keptRevisions == nil ? [] : try historyIndex.historySequences(event.domain, event.key, txn)
+                let retention = try log.sweeper.retention(ofPrefix: prefix, txn)
+                let sequences = retention.keptRevisions == nil ? [] : try log.historyIndex.historySequences(event.domain, event.key, txn)
                 if let keep = retention.keptRevisions, sequences.count > keep {
-                    kept[prefix] = .some(Set(try sweeper.retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
+                    kept[prefix] = .some(Set(try log.sweeper.retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
                 } else {
                     kept[prefix] = .some(nil)
                 }
@@ -163,18 +150,6 @@ extension EventLog {
             sent.append(event)
         }
         return sent
-    }
-
-    /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
-    package func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
-        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
-            return LogHead.empty.chain
-        }
-        return Array(bytes.suffix(LogRecord.hashLength))
-    }
-
-    package func chainHash(at sequence: UInt64) throws -> [UInt8] {
-        try environment.read { txn in try chainHash(at: sequence, txn) }
     }
 
     /// Ascending sequences as the fewest closed ranges.
@@ -188,5 +163,60 @@ extension EventLog {
             }
         }
         return ranges
+    }
+
+    /// The events of this log with these identities, at most about `maxBytes` of payload, with
+    /// the key records they name, in a range that moves no checkpoint: `after` and `upTo` are
+    /// both this log's head. Each identity's version as logged comes first, then every second
+    /// version a store that verifies nothing keeps to relay under it (a carrier that got its
+    /// forgery logged first cannot hide the genuine event from a member asking again); an
+    /// identity compacted away or never held is left out.
+    package func exportEvents(_ identities: [EventIdentity], maxBytes: Int) throws -> EventRange {
+        try environment.read { txn in
+            let head = try LogHead.read(txn, dbs)
+            let asked = Array(identities.prefix(EventIdentity.maxPerRequest))
+            var events: [Event] = []
+            var bytes = 0
+            func take(_ event: Event) -> Bool {
+                if !events.isEmpty, bytes + event.payload.count > maxBytes { return false }
+                events.append(event)
+                bytes += event.payload.count + 64
+                return true
+            }
+            for identity in asked {
+                guard let sequence = try txn.get(dbs.dots, key: identity.dot).flatMap({ UInt64(bigEndianBytes: $0) }), sequence != 0,
+                    let value = try txn.get(dbs.events, key: sequence.bigEndianBytes)
+                else { continue }
+                let record = try LogRecord(decoding: value, sequence: sequence)
+                guard record.kind == .event else { continue }
+                if !take(try record.event(sequence: sequence)) { break }
+            }
+            // Second versions kept to relay are known by their bytes, not their identity: one
+            // pass over them (at most the relay-only bound), only when asked for any identity.
+            let wanted = Set(asked)
+            var sequences: [UInt64] = []
+            if !wanted.isEmpty {
+                try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
+                    guard key.first == 0x4F else { return false }
+                    if key.count == 33, value.count == 8 { sequences.append(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))) }
+                    return sequences.count < RelayOnlyBounds.relayOnlyCapacity
+                }
+            }
+            for sequence in sequences {
+                guard let value = try txn.get(dbs.events, key: sequence.bigEndianBytes),
+                    let item = (try? LogRecord(decoding: value, sequence: sequence)).flatMap({ OpaqueEvent(relayRecord: $0.body) }),
+                    wanted.contains(EventIdentity(writer: item.origin, counter: item.counter)),
+                    let event = try? Event(decoding: item.bytes), !events.contains(event)
+                else { continue }
+                if !take(event) { break }
+            }
+            var keyIDs: [KeyID] = []
+            for event in events { for id in event.namedKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) } }
+            let keys = try travelingKeyRecords(keyIDs, txn)
+            let chain = try log.chainHash(at: head.sequence, txn)
+            return EventRange(
+                source: log.replica, epoch: try EventLog.epoch(txn, dbs), after: head.sequence, upTo: head.sequence, head: head.sequence,
+                afterChain: chain, upToChain: chain, keys: keys, events: events, opaque: [])
+        }
     }
 }

@@ -1,0 +1,40 @@
+package import ChronicleFormat
+package import ChronicleLMDB
+
+extension EventLog {
+    /// The checkpoint stored under `key` (sequence 0 when none).
+    package func checkpoint(_ key: CheckpointKey) throws -> CheckpointValue {
+        try environment.read { txn in
+            try txn.get(dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
+        }
+    }
+
+    package func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
+        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.encoded()) }
+    }
+
+    /// This log's epoch: renewed whenever its sequence numbers are rewritten.
+    package func epoch() throws -> LogEpoch {
+        try environment.read { txn in try Self.epoch(txn, dbs) }
+    }
+
+    package static func epoch(_ txn: borrowing Transaction, _ dbs: Databases) throws -> LogEpoch {
+        guard let bytes = try txn.get(dbs.meta, key: MetaKey.epoch) else { return .zero }
+        guard let epoch = LogEpoch(bytes: bytes) else {
+            throw ChronicleError.corruptMeta(entry: "epoch", reason: "\(bytes.count) bytes, not \(LogEpoch.byteCount)")
+        }
+        return epoch
+    }
+
+    /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
+    package func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
+        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
+            return LogHead.empty.chain
+        }
+        return Array(bytes.suffix(LogRecord.hashLength))
+    }
+
+    package func chainHash(at sequence: UInt64) throws -> [UInt8] {
+        try environment.read { txn in try chainHash(at: sequence, txn) }
+    }
+}
