@@ -32,7 +32,8 @@ package final class EventLog: Sendable {
     package let readCache = Mutex(ReadCache())
     /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
     package let chainKeys = ChainKeys()
-    package let poller = Mutex<Task<Void, Never>?>(nil)
+    /// Notices other processes' commits while observers exist.
+    package let poller: CommitPoller
     /// Changes of the non-throwing forms, visible here until their commit settles.
     package let pending = Mutex(LocalWriteQueue())
     /// The greatest ticket of a queued change whose commit was published to observers (set before
@@ -78,13 +79,14 @@ package final class EventLog: Sendable {
         }
         let environment = try Environment(path: directory, options: options)
         self.environment = environment
+        poller = CommitPoller(environment: environment, observers: observers)
         self.path = directory
         let dbs = try Databases(environment: environment)
         self.dbs = dbs
         driftGuard = DriftGuard(milliseconds: UnixMilliseconds.of(configuration.maxClockDrift), dbs: dbs)
         writer = ReplicaID.random()
         (replica, defaultRetention) = try environment.write { txn in
-            (try EventLog.prepareMeta(txn, dbs, directory: directory), try EventLog.defaultRetention(txn, dbs, configured: configuration.retention))
+            (try LogMeta.prepare(txn, dbs, directory: directory), try LogMeta.defaultRetention(txn, dbs, configured: configuration.retention))
         }
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
@@ -109,61 +111,8 @@ package final class EventLog: Sendable {
 
     deinit {
         flushTask.withLock { $0?.cancel() }
-        poller.withLock { $0?.cancel() }
+        poller.task.withLock { $0?.cancel() }
         driftGuard.timer.withLock { $0?.task.cancel() }
         try? environment.flush()
-    }
-
-    /// Creates or checks the `meta` entries; returns the replica id.
-    ///
-    /// A store whose data file is not the one it was created in (a copied
-    /// directory or a restored backup) gets a new replica id and log epoch
-    /// before its first write, so two copies never mint the same dots.
-    private static func prepareMeta(_ txn: borrowing Transaction, _ dbs: Databases, directory: String) throws -> ReplicaID {
-        if let format = try txn.get(dbs.meta, key: MetaKey.format) {
-            let found = UInt32(bigEndianBytes: format) ?? UInt32.max
-            guard found <= formatVersion else { throw ChronicleError.incompatibleFormat(found: found, supported: formatVersion) }
-        } else {
-            try txn.put(dbs.meta, key: MetaKey.format, value: initialFormat.bigEndianBytes)
-        }
-        let home = Self.fileIdentity(directory: directory)
-        var replica = try txn.get(dbs.meta, key: MetaKey.replica).flatMap(ReplicaID.init(bytes:))
-        if let storedHome = try txn.get(dbs.meta, key: MetaKey.home), storedHome != home {
-            replica = nil  // a copy: renew identity and epoch
-        }
-        guard let replica else {
-            let fresh = ReplicaID.random()
-            // A keyed head's MAC covers the epoch, and no key is at hand here: keep the epoch it
-            // covers (unless an earlier copy kept one already) until the next head write makes a
-            // new MAC, so the copy verifies before it writes.
-            if try txn.get(dbs.meta, key: MetaKey.headMAC) != nil, try txn.get(dbs.meta, key: MetaKey.macEpoch) == nil,
-                let covered = try txn.get(dbs.meta, key: MetaKey.epoch)
-            {
-                try txn.put(dbs.meta, key: MetaKey.macEpoch, value: covered)
-            }
-            try txn.put(dbs.meta, key: MetaKey.replica, value: fresh.bytes)
-            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)
-            try txn.put(dbs.meta, key: MetaKey.home, value: home)
-            // A new replica starts its own counters; the log's sequence and chain carry on.
-            try txn.put(dbs.meta, key: MetaKey.counter, value: UInt64(0).bigEndianBytes)
-            return fresh
-        }
-        return replica
-    }
-
-    /// The retention of keys that declare none: the configured one, recorded in `meta` when it
-    /// differs from the record; with none configured (a tool), the recorded one, else the standard.
-    private static func defaultRetention(_ txn: borrowing Transaction, _ dbs: Databases, configured: Retention?) throws -> Retention {
-        let recorded = try txn.get(dbs.meta, key: MetaKey.defaultRetention).flatMap { UInt32(bigEndianBytes: $0) }.map(Retention.init(rule:))
-        guard let configured else { return recorded ?? .standard }
-        if recorded != configured { try txn.put(dbs.meta, key: MetaKey.defaultRetention, value: configured.rule.bigEndianBytes) }
-        return configured
-    }
-
-    /// The inode of the data file, which changes when the store is copied or restored.
-    package static func fileIdentity(directory: String) -> [UInt8] {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb")
-        let inode = (attributes?[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
-        return inode.bigEndianBytes
     }
 }

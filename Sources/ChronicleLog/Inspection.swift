@@ -178,13 +178,13 @@ extension Inspection {
         // Unless it is one already: a copied directory not opened since still records the
         // original's inode, and must keep looking like a copy (its next opening renews its
         // replica id and epoch).
-        let home = EventLog.fileIdentity(directory: path)
+        let home = LogMeta.fileIdentity(directory: path)
         try Environment.compactFile(at: path) { scratch in
             let environment = try Environment(path: scratch, options: .init())
             let dbs = try Databases(environment: environment)
             try environment.write { txn in
                 guard try txn.get(dbs.meta, key: MetaKey.home) == home else { return }
-                try txn.put(dbs.meta, key: MetaKey.home, value: EventLog.fileIdentity(directory: scratch))
+                try txn.put(dbs.meta, key: MetaKey.home, value: LogMeta.fileIdentity(directory: scratch))
             }
         }
     }

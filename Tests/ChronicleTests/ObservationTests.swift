@@ -179,12 +179,12 @@ struct ObservationTests {
                 for await _ in store.updates(of: .theme) {}
             }
             while eventLog.observers.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(eventLog.poller.withLock { $0 != nil })
+            #expect(eventLog.poller.task.withLock { $0 != nil })
             task.cancel()
             await task.value
             #expect(eventLog.observers.isEmpty)
             // The poller notices that nobody listens and stops.
-            while eventLog.poller.withLock({ $0 != nil }) { try await Task.sleep(for: .milliseconds(50)) }
+            while eventLog.poller.task.withLock({ $0 != nil }) { try await Task.sleep(for: .milliseconds(50)) }
         }
     }
 

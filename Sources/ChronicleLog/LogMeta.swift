@@ -1,0 +1,60 @@
+import ChronicleFormat
+import ChronicleLMDB
+import Foundation
+
+/// What a log checks and records in `meta` when it opens: its format, its replica id and
+/// epoch (renewed in a copy or a restored backup), its default retention.
+enum LogMeta {
+    /// Creates or checks the `meta` entries; returns the replica id.
+    ///
+    /// A store whose data file is not the one it was created in (a copied
+    /// directory or a restored backup) gets a new replica id and log epoch
+    /// before its first write, so two copies never mint the same dots.
+    static func prepare(_ txn: borrowing Transaction, _ dbs: Databases, directory: String) throws -> ReplicaID {
+        if let format = try txn.get(dbs.meta, key: MetaKey.format) {
+            let found = UInt32(bigEndianBytes: format) ?? UInt32.max
+            guard found <= EventLog.formatVersion else { throw ChronicleError.incompatibleFormat(found: found, supported: EventLog.formatVersion) }
+        } else {
+            try txn.put(dbs.meta, key: MetaKey.format, value: EventLog.initialFormat.bigEndianBytes)
+        }
+        let home = Self.fileIdentity(directory: directory)
+        var replica = try txn.get(dbs.meta, key: MetaKey.replica).flatMap(ReplicaID.init(bytes:))
+        if let storedHome = try txn.get(dbs.meta, key: MetaKey.home), storedHome != home {
+            replica = nil  // a copy: renew identity and epoch
+        }
+        guard let replica else {
+            let fresh = ReplicaID.random()
+            // A keyed head's MAC covers the epoch, and no key is at hand here: keep the epoch it
+            // covers (unless an earlier copy kept one already) until the next head write makes a
+            // new MAC, so the copy verifies before it writes.
+            if try txn.get(dbs.meta, key: MetaKey.headMAC) != nil, try txn.get(dbs.meta, key: MetaKey.macEpoch) == nil,
+                let covered = try txn.get(dbs.meta, key: MetaKey.epoch)
+            {
+                try txn.put(dbs.meta, key: MetaKey.macEpoch, value: covered)
+            }
+            try txn.put(dbs.meta, key: MetaKey.replica, value: fresh.bytes)
+            try txn.put(dbs.meta, key: MetaKey.epoch, value: LogEpoch.random().bytes)
+            try txn.put(dbs.meta, key: MetaKey.home, value: home)
+            // A new replica starts its own counters; the log's sequence and chain carry on.
+            try txn.put(dbs.meta, key: MetaKey.counter, value: UInt64(0).bigEndianBytes)
+            return fresh
+        }
+        return replica
+    }
+
+    /// The retention of keys that declare none: the configured one, recorded in `meta` when it
+    /// differs from the record; with none configured (a tool), the recorded one, else the standard.
+    static func defaultRetention(_ txn: borrowing Transaction, _ dbs: Databases, configured: Retention?) throws -> Retention {
+        let recorded = try txn.get(dbs.meta, key: MetaKey.defaultRetention).flatMap { UInt32(bigEndianBytes: $0) }.map(Retention.init(rule:))
+        guard let configured else { return recorded ?? .standard }
+        if recorded != configured { try txn.put(dbs.meta, key: MetaKey.defaultRetention, value: configured.rule.bigEndianBytes) }
+        return configured
+    }
+
+    /// The inode of the data file, which changes when the store is copied or restored.
+    package static func fileIdentity(directory: String) -> [UInt8] {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb")
+        let inode = (attributes?[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
+        return inode.bigEndianBytes
+    }
+}
