@@ -262,7 +262,7 @@ struct HubBackend: SyncBackend {
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
         // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of
         // pushes holds bytes, not decoded ranges.
-        let receipt = try await database.append(body, device: caller.device)
+        let receipt = try await database.appends.append(body, device: caller.device)
         metrics.eventsAppended.increment(by: Int64(receipt.applied))
         return receipt
     }

@@ -3,7 +3,18 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
+/// A tenant's pushes appended to its log: the node's turns (`AppendQueue`), the decision on each push against quotas, and the writes.
+struct TenantAppend: Sendable {
+    let database: HubDatabase
+
+    private var logger: Logger { database.logger }
+}
+
 extension HubDatabase {
+    var appends: TenantAppend { TenantAppend(database: self) }
+}
+
+extension TenantAppend {
     /// The most pushes one transaction commits together.
     static let maxPushesPerCommit = 64
     /// About the most body bytes one transaction commits together (the first push always goes,
@@ -21,18 +32,18 @@ extension HubDatabase {
     /// (each device retries); nothing of it is written.
     func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
         let own = AppendQueue.Push(body: body, device: device)
-        switch await appendQueue.enqueue(own) {
+        switch await database.appendQueue.enqueue(own) {
         case let .done(result):
             return try result.get()
         case .lead:
-            let others = appendQueue.take(device.tenant, budget: Self.maxBytesPerCommit - body.count, count: Self.maxPushesPerCommit - 1)
+            let others = database.appendQueue.take(device.tenant, budget: Self.maxBytesPerCommit - body.count, count: Self.maxPushesPerCommit - 1)
             let pushes = [own] + others.map(\.push)
             // In a task of its own: a leader's request cancelled (its client gone) must not
             // cancel the other devices' pushes it carries.
             let (results, trimDue) = await Task { await self.commit(pushes, tenant: device.tenant) }.value
             for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .done(result)) }
-            appendQueue.finish(device.tenant)
-            if trimDue { startTrim(tenant: device.tenant) }
+            database.appendQueue.finish(device.tenant)
+            if trimDue { database.startTrim(tenant: device.tenant) }
             // `commit` returns one result per push, in order, and `pushes` starts with this one.
             return try results[0].get()
         }
@@ -47,7 +58,7 @@ extension HubDatabase {
             Result { () throws(ChronicleError) in try RelayRange(decoding: push.body) }.mapError { $0 }
         }
         do {
-            return try await transaction { connection in try await self.append(pushes, ranges, tenant: tenant, on: connection) }
+            return try await database.transaction { connection in try await self.append(pushes, ranges, tenant: tenant, on: connection) }
         } catch {
             return (pushes.map { _ in .failure(error) }, false)
         }
@@ -87,7 +98,7 @@ extension HubDatabase {
     private func append(
         _ pushes: [AppendQueue.Push], _ decoded: [Result<RelayRange, any Error>], tenant id: Int64, on connection: PostgresConnection
     ) async throws -> (results: [Result<RangeReceipt, any Error>], trimDue: Bool) {
-        guard var tenant = try await lockTenant(id, on: connection) else { return (pushes.map { .failure(revoked($0.device)) }, false) }
+        guard var tenant = try await lockTenant(id, on: connection) else { return (pushes.map { .failure(database.revoked($0.device)) }, false) }
         let (ranges, knownBodies) = try await checkStanding(pushes, decoded, tenant: id, on: connection)
         var known = knownBodies
         // Wrapped keys named by an event of their push (a record no event names is never sent to
@@ -119,7 +130,7 @@ extension HubDatabase {
         let metQuota = results.contains { result in
             if case let .failure(error) = result, let refusal = error as? HubRefusal, case .quotaExceeded = refusal { true } else { false }
         }
-        let trimDue = metQuota || tenant.appendedSinceTrim + Int64(writes.positions.count) >= Self.trimThreshold
+        let trimDue = metQuota || tenant.appendedSinceTrim + Int64(writes.positions.count) >= HubDatabase.trimThreshold
         try await write(writes, tenant: tenant, id: id, trimDue: trimDue, notify: !writes.positions.isEmpty || !storedKeys.isEmpty, on: connection)
         let receipts = zip(results, keysOfPush).map { result, digests in
             result.map { receipt in
@@ -172,7 +183,7 @@ extension HubDatabase {
             }
         }
         let ranges: [Result<RelayRange, any Error>] = zip(pushes, decoded).map { push, range in
-            standing.contains(push.device.tokenHash) ? range : .failure(revoked(push.device))
+            standing.contains(push.device.tokenHash) ? range : .failure(database.revoked(push.device))
         }
         return (ranges, known)
     }
@@ -226,23 +237,23 @@ extension HubDatabase {
                 addedEvents: Int64(writes.positions.count), addedBytes: writes.addedBytes,
                 appendedSinceTrim: trimDue ? 0 : appendedSinceTrim, vouchWriters: writes.vouchWriters, vouchCounters: writes.vouchCounters,
                 vouchBodies: writes.vouchBodies, vouchDevices: writes.vouchDevices, changed: changed, pushers: devices,
-                pushedCounts: pushedCounts, channel: Self.channel, payload: String(id), notify: notify),
+                pushedCounts: pushedCounts, channel: HubDatabase.channel, payload: String(id), notify: notify),
             logger: logger) {}
     }
 
     /// Refuses a push that would take the device or the tenant over a quota: keys (at most
-    /// `maxKeysPerDevice` per device and `maxKeys` per tenant), events, bytes.
+    /// `HubDatabase.maxKeysPerDevice` per device and `HubDatabase.maxKeys` per tenant), events, bytes.
     private static func checkQuotas(
         _ tenant: TenantState, device: String, storedByDevice: Int64, newKeys: Int, events appended: Int64, bytes addedBytes: Int64
     ) throws {
-        if newKeys > 0, storedByDevice + Int64(newKeys) > maxKeysPerDevice {
+        if newKeys > 0, storedByDevice + Int64(newKeys) > HubDatabase.maxKeysPerDevice {
             throw HubRefusal.quotaExceeded(
                 "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(newKeys) more: "
-                    + "a device stores at most \(maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
+                    + "a device stores at most \(HubDatabase.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
         }
-        if newKeys > 0, tenant.keys + Int64(newKeys) > maxKeys {
+        if newKeys > 0, tenant.keys + Int64(newKeys) > HubDatabase.maxKeys {
             throw HubRefusal.quotaExceeded(
-                "the tenant holds \(tenant.keys) wrapped keys and this push brings \(newKeys) more: at most \(maxKeys) are kept "
+                "the tenant holds \(tenant.keys) wrapped keys and this push brings \(newKeys) more: at most \(HubDatabase.maxKeys) are kept "
                     + "(the operator frees them with `chronicle hub keys drop`)")
         }
         if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
@@ -286,7 +297,7 @@ extension HubDatabase {
             addedBytes += Int64(event.bytes.count)
         }
         // Keys the tenant has not stored (nor an earlier push of this commit): they count against
-        // the byte quota, at most `maxKeysPerDevice` per device and `maxKeys` per tenant.
+        // the byte quota, at most `HubDatabase.maxKeysPerDevice` per device and `HubDatabase.maxKeys` per tenant.
         var digests: [[UInt8]: RelayRange.Key] = [:]
         for (digest, key) in pushedKeys where !storedDigests.contains(digest) { digests[digest] = key }
         let storedByDevice = tenant.keysByDevice[device] ?? 0
