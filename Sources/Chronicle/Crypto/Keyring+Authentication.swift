@@ -117,6 +117,25 @@ extension Keyring {
     ///   first, one derivation always kept for those. A junk record costs one derivation; a
     ///   genuine key past its batch's budget waits, never refused, and is reached after the
     ///   waiting records ahead of it, whatever later batches bring.
+    /// The records a screening tries, in order: the batch's own first, those most of its events
+    /// name first; then the records earlier batches left waiting, oldest first (a record sent
+    /// again is tried once), each with its quarantine id when it waited. Also the waiting
+    /// records, and the key ids the batch's events name.
+    private func screeningOrder(
+        _ range: EventRange
+    ) throws -> (candidates: [(WrappedKey, UInt64?)], waiting: [(quarantineID: UInt64, record: WrappedKey)], named: Set<KeyID>) {
+        var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
+        for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
+        for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
+        let deferred = try keyRecords.deferredKeyRecords()
+        let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
+        let waitingRecords = deferred.filter { item in !range.keys.contains(item.record) }
+        let candidates = ownRecords.map { item in
+            (item.element, deferred.first { $0.record == item.element }?.quarantineID)
+        } + waitingRecords.map { ($0.record, Optional($0.quarantineID)) }
+        return (candidates, waitingRecords, Set(naming.keys))
+    }
+
     /// - Throws: `.corruptMeta` when this store's key records cannot be listed (a member would
     ///   otherwise quarantine genuine events whose keys it holds, saying nothing).
     func prepareImport(_ range: EventRange) throws -> KeyScreening {
@@ -124,19 +143,8 @@ extension Keyring {
         var screening = KeyScreening()
         var derivations = 0
         var known = Set(try keyRecords.wrappedKeyIDs())
-        var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
-        for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
-        for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
         var waiting: Set<KeyID>?  // read only when a record names no event of the batch
-        // The batch's own records first, those most of its events name first; then the records
-        // earlier batches left waiting, oldest first (a record sent again is tried once).
-        let deferred = try keyRecords.deferredKeyRecords()
-        let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
-        let waitingRecords = deferred.filter { item in !range.keys.contains(item.record) }
-        let candidates = ownRecords.map { item in
-            (item.element, deferred.first { $0.record == item.element }?.quarantineID)
-        } + waitingRecords.map { ($0.record, Optional($0.quarantineID)) }
-        let named = Set(naming.keys)
+        let (candidates, waitingRecords, named) = try screeningOrder(range)
         // One derivation of each batch is kept for the oldest waiting record, so a key left
         // waiting is reached however many records later batches bring of their own.
         let ownBudget = waitingRecords.isEmpty ? Self.derivationsPerBatch : Self.derivationsPerBatch - 1

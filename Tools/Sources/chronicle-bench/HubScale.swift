@@ -80,20 +80,7 @@ final class NodeProcess {
     let rounds = smoke ? 2 : 20
     let idleSeconds = smoke ? 1 : 10
 
-    // Tokens: one per polling device, and one pushing device in each tenant a round wakes.
-    var pollers: [[String]] = []
-    var pushers: [String] = []
-    for tenant in 0..<tenants {
-        let name = "scale-\(UUID().uuidString.prefix(8).lowercased())"
-        try await admin.addTenant(name)
-        pollers.append(try await withThrowingTaskGroup(of: String.self) { group in
-            for device in 0..<perTenant { group.addTask { try await admin.issueToken(tenant: name, device: "poller-\(device)") } }
-            var tokens: [String] = []
-            for try await token in group { tokens.append(token) }
-            return tokens
-        })
-        if tenant < rounds { pushers.append(try await admin.issueToken(tenant: name, device: "pusher")) }
-    }
+    let (pollers, pushers) = try await scaleTokens(admin, tenants: tenants, perTenant: perTenant, pushers: rounds)
 
     let node = try NodeProcess(
         database: databaseURL,
@@ -103,13 +90,7 @@ final class NodeProcess {
     configuration.timeout = .init(connect: .seconds(60), read: .seconds(400))
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 
-    func get(_ url: URL, token: String?) async throws -> (status: UInt, body: String) {
-        var request = HTTPClientRequest(url: url.absoluteString)
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let response = try await client.execute(request, timeout: .seconds(400))
-        let body = try await response.body.collect(upTo: 16 << 20)
-        return (response.status.code, String(buffer: body))
-    }
+    func get(_ url: URL, token: String?) async throws -> (status: UInt, body: String) { try await scaleGet(client, url, token: token) }
     func held() async throws -> Int {
         let metrics = try await get(node.operatorURL.appendingPathComponent("metrics"), token: nil).body
         let line = metrics.split(separator: "\n").first { $0.hasPrefix("chronicle_hub_long_polls_waiting ") }
@@ -159,57 +140,10 @@ final class NodeProcess {
             "hub node: \(polls) long-polls held (\(tenants) tenants)", String(format: "%.1f KiB per poll", perPoll / 1024),
             String(format: "node resident %d → %d MiB; CPU while they wait %.1f%% of a core", idleResident >> 20, heldResident >> 20, idleCPU * 100))
 
-        // Wake one tenant at a time: a device pushes one event; every poll of the tenant answers.
-        var latencies: [Double] = []
-        var pushes: [Double] = []
-        for round in 0..<rounds {
-            let store = try Store(directory: scratch.directory("scale-pusher-\(round)"))
-            try store.set(round, for: Key<Int>("bench.scale.wake", default: -1, sync: .automaticSmall))
-            let start = ContinuousClock.now
-            _ = try await Replicator(store: store, peers: [.http(node.url, token: pushers[round])]).sync()
-            pushes.append(nanoseconds(ContinuousClock.now - start))
-            var waited = 0
-            while woken.withLock({ $0[round]?.count ?? 0 }) < perTenant {
-                waited += 1
-                if waited > 6_000 { throw ChronicleError.unexpected(type: "benchmark", description: "round \(round): the polls were not woken within a minute") }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            latencies += woken.withLock { $0[round] ?? [] }.map { nanoseconds($0 - start) }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        let wake = Latencies(nanoseconds: latencies)
-        report.single(
-            "hub node: push → \(perTenant) polls of the tenant answered", wake.summary,
-            "from the push's start, with \(polls) polls held; the push itself p50 \(format(Latencies(nanoseconds: pushes).percentile(0.5))); \(rounds) rounds")
+        try await scaleWakeRounds(node, pushers: pushers, woken: woken, perTenant: perTenant, polls: polls)
 
-        // What a device costs while nothing changes: a long-poll renewed every `wait` is two
-        // empty polls (token, range; after the wait: token, range). Empty polls (`wait=0`) from
-        // 200 devices in a loop, beside the polls still held, give the node's rate of them.
-        let loopers = smoke ? 20 : 200
-        let seconds = smoke ? 1 : 10
-        let emptyPolls = Atomic<Int>(0)
-        let cpuAtStart = node.cpuSeconds
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        guard let empty = URL(string: node.url.absoluteString + "/v1/range?after=0&wait=0") else { return }
-        // Tasks of this actor, like the held polls above: each spends its time awaiting the node.
-        var loops: [Task<Void, any Error>] = []
-        for index in 0..<loopers {
-            let token = pollers[rounds + index % (tenants - rounds)][index / (tenants - rounds)]
-            loops.append(Task {
-                while ContinuousClock.now < deadline {
-                    guard try await get(empty, token: token).status == 200 else {
-                        throw ChronicleError.unexpected(type: "benchmark", description: "an empty poll failed")
-                    }
-                    emptyPolls.add(1, ordering: .relaxed)
-                }
-            })
-        }
-        for loop in loops { try await loop.value }
-        let pollRate = Double(emptyPolls.load(ordering: .relaxed)) / Double(seconds)
-        let pollCPU = (node.cpuSeconds - cpuAtStart) / Double(seconds)
-        report.single(
-            "hub node: empty polls (token + range, nothing new)", rate(pollRate),
-            String(format: "%d devices in a loop beside the held polls; node CPU %.0f%% of a core, PostgreSQL and the devices on the same 2 cores", loopers, pollCPU * 100))
+        let idlePollers = (rounds..<tenants).map { pollers[$0] }
+        try await scaleEmptyPolls(node, client: client, pollers: idlePollers)
 
         node.stop()  // answers the remaining polls at once
         for task in tasks { await task.value }
@@ -262,4 +196,90 @@ final class NodeProcess {
     report.single("hub push, \(what), 2 nodes", rate(two.push), String(format: "%.2f× chronicle serve; %.2f× 1 node", two.push / serve.push, two.push / one.push))
     report.single("hub pull, \(what), 1 node", rate(one.pull), String(format: "chronicle serve (a store per tenant): %@; %.2f×", rate(serve.pull), one.pull / serve.pull))
     report.single("hub pull, \(what), 2 nodes", rate(two.pull), String(format: "%.2f× chronicle serve; %.2f× 1 node", two.pull / serve.pull, two.pull / one.pull))
+}
+
+/// One GET of the scale benchmark, with a bearer token or none.
+func scaleGet(_ client: HTTPClient, _ url: URL, token: String?) async throws -> (status: UInt, body: String) {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+    let response = try await client.execute(request, timeout: .seconds(400))
+    let body = try await response.body.collect(upTo: 16 << 20)
+    return (response.status.code, String(buffer: body))
+}
+
+/// Tokens for the long-poll scale: `perTenant` polling devices in each of `tenants` new tenants,
+/// and a pushing device in each of the first `pushers`.
+func scaleTokens(_ admin: HubDatabase, tenants: Int, perTenant: Int, pushers count: Int) async throws -> (pollers: [[String]], pushers: [String]) {
+    var pollers: [[String]] = []
+    var pushers: [String] = []
+    for tenant in 0..<tenants {
+        let name = "scale-\(UUID().uuidString.prefix(8).lowercased())"
+        try await admin.addTenant(name)
+        pollers.append(try await withThrowingTaskGroup(of: String.self) { group in
+            for device in 0..<perTenant { group.addTask { try await admin.issueToken(tenant: name, device: "poller-\(device)") } }
+            var tokens: [String] = []
+            for try await token in group { tokens.append(token) }
+            return tokens
+        })
+        if tenant < count { pushers.append(try await admin.issueToken(tenant: name, device: "pusher")) }
+    }
+    return (pollers, pushers)
+}
+
+/// Wakes one tenant at a time: a device pushes one event; every poll of the tenant answers.
+@MainActor func scaleWakeRounds(
+    _ node: NodeProcess, pushers: [String], woken: borrowing Mutex<[Int: [ContinuousClock.Instant]]>, perTenant: Int, polls: Int
+) async throws {
+    var latencies: [Double] = []
+    var pushes: [Double] = []
+    for round in pushers.indices {
+        let store = try Store(directory: scratch.directory("scale-pusher-\(round)"))
+        try store.set(round, for: Key<Int>("bench.scale.wake", default: -1, sync: .automaticSmall))
+        let start = ContinuousClock.now
+        _ = try await Replicator(store: store, peers: [.http(node.url, token: pushers[round])]).sync()
+        pushes.append(nanoseconds(ContinuousClock.now - start))
+        var waited = 0
+        while woken.withLock({ $0[round]?.count ?? 0 }) < perTenant {
+            waited += 1
+            if waited > 6_000 { throw ChronicleError.unexpected(type: "benchmark", description: "round \(round): the polls were not woken within a minute") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        latencies += woken.withLock { $0[round] ?? [] }.map { nanoseconds($0 - start) }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    let wake = Latencies(nanoseconds: latencies)
+    report.single(
+        "hub node: push → \(perTenant) polls of the tenant answered", wake.summary,
+        "from the push's start, with \(polls) polls held; the push itself p50 \(format(Latencies(nanoseconds: pushes).percentile(0.5))); \(pushers.count) rounds")
+}
+
+/// What a device costs while nothing changes: a long-poll renewed every `wait` is two empty polls
+/// (token, range; after the wait: token, range). Empty polls (`wait=0`) from 200 devices in a
+/// loop, beside the polls still held, give the node's rate of them.
+@MainActor func scaleEmptyPolls(_ node: NodeProcess, client: HTTPClient, pollers: [[String]]) async throws {
+    let loopers = smoke ? 20 : 200
+    let seconds = smoke ? 1 : 10
+    let emptyPolls = Atomic<Int>(0)
+    let cpuAtStart = node.cpuSeconds
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    guard let empty = URL(string: node.url.absoluteString + "/v1/range?after=0&wait=0") else { return }
+    // Tasks of this actor, like the held polls above: each spends its time awaiting the node.
+    var loops: [Task<Void, any Error>] = []
+    for index in 0..<loopers {
+        let token = pollers[index % pollers.count][index / pollers.count]
+        loops.append(Task {
+            while ContinuousClock.now < deadline {
+                guard try await scaleGet(client, empty, token: token).status == 200 else {
+                    throw ChronicleError.unexpected(type: "benchmark", description: "an empty poll failed")
+                }
+                emptyPolls.add(1, ordering: .relaxed)
+            }
+        })
+    }
+    for loop in loops { try await loop.value }
+    let pollRate = Double(emptyPolls.load(ordering: .relaxed)) / Double(seconds)
+    let pollCPU = (node.cpuSeconds - cpuAtStart) / Double(seconds)
+    report.single(
+        "hub node: empty polls (token + range, nothing new)", rate(pollRate),
+        String(format: "%d devices in a loop beside the held polls; node CPU %.0f%% of a core, PostgreSQL and the devices on the same 2 cores", loopers, pollCPU * 100))
 }

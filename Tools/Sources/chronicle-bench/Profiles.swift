@@ -12,7 +12,14 @@ let value8 = [UInt8](repeating: 7, count: 8)
 
 /// Runs the profile mode `arguments` asks for and exits the process; returns when none is asked for.
 func runProfileModeIfAsked(_ arguments: [String]) async throws {
-    // `--profile-replay N`: only build a log of N events and replay it (for callgrind).
+    try profileReplay(arguments)
+    try profileReads(arguments)
+    try await profileImport(arguments)
+    try profileDurable(arguments)
+}
+
+/// `--profile-replay N`: only build a log of N events and replay it (for callgrind).
+func profileReplay(_ arguments: [String]) throws {
     if let index = arguments.firstIndex(of: "--profile-replay"), arguments.indices.contains(index + 1), let events = Int(arguments[index + 1]) {
         let profileScratch = Scratch()
         let store = try Store(directory: profileScratch.directory("profile"), configuration: .init(durability: .noMetaSync))
@@ -27,9 +34,11 @@ func runProfileModeIfAsked(_ arguments: [String]) async throws {
         print("replay \(events) events: \(String(format: "%.3f", replay.seconds)) s; verify: \(String(format: "%.3f", verify.seconds)) s")
         exit(0)
     }
+}
 
-    // `--profile-reads N [non-ascii]`: only N typed reads (for callgrind), and the time per read.
-    // With `non-ascii` the names are not all ASCII, which the decoded-value cache does not hold.
+/// `--profile-reads N [non-ascii]`: only N typed reads (for callgrind), and the time per read.
+/// With `non-ascii` the names are not all ASCII, which the decoded-value cache does not hold.
+func profileReads(_ arguments: [String]) throws {
     if let index = arguments.firstIndex(of: "--profile-reads"), arguments.indices.contains(index + 1), let reads = Int(arguments[index + 1]), reads > 0 {
         let profileScratch = Scratch()
         let store = try Store(directory: profileScratch.directory("reads"))
@@ -42,11 +51,13 @@ func runProfileModeIfAsked(_ arguments: [String]) async throws {
         print("sum \(sum); \(format(nanoseconds(ContinuousClock.now - started) / Double(reads))) a read")
         exit(0)
     }
+}
 
-    // `--profile-import plain|source|member N [R]`: only N events pulled store → store, into R fresh
-    // targets (for a profiler: the source's writes are then a small part of the run).
-    // `--profile-import compare N [R]`: R rounds, each a plain then a member import of N events into
-    // fresh targets; prints the median of the rounds' ratios (interleaving cancels the machine's drift).
+/// `--profile-import plain|source|member N [R]`: only N events pulled store → store, into R fresh
+/// targets (for a profiler: the source's writes are then a small part of the run).
+/// `--profile-import compare N [R]`: R rounds, each a plain then a member import of N events into
+/// fresh targets; prints the median of the rounds' ratios (interleaving cancels the machine's drift).
+func profileImport(_ arguments: [String]) async throws {
     if let index = arguments.firstIndex(of: "--profile-import"), arguments.indices.contains(index + 2), let events = Int(arguments[index + 2]) {
         let profileScratch = Scratch()
         let repetitions = arguments.indices.contains(index + 3) ? Int(arguments[index + 3]) ?? 1 : 1
@@ -101,11 +112,13 @@ func runProfileModeIfAsked(_ arguments: [String]) async throws {
         }
         exit(0)
     }
+}
 
-    // `--profile-durable sets|raw|layout|batch|raw-batch|layout-batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
-    // bytes with the same durability, N raw commits of an event's B-tree work, N `write { }` of 1,000 sets, N raw
-    // transactions of 1,000 puts, or N raw transactions of 1,000 events' B-tree work (for `strace -f -c`, `perf` or callgrind: where a durable set
-    // spends what the raw put does not).
+/// `--profile-durable sets|raw|layout|batch|raw-batch|layout-batch N`: only N durable sets of 64 keys, N raw LMDB puts of the same
+/// bytes with the same durability, N raw commits of an event's B-tree work, N `write { }` of 1,000 sets, N raw
+/// transactions of 1,000 puts, or N raw transactions of 1,000 events' B-tree work (for `strace -f -c`, `perf` or callgrind: where a durable set
+/// spends what the raw put does not).
+func profileDurable(_ arguments: [String]) throws {
     if let index = arguments.firstIndex(of: "--profile-durable"), arguments.indices.contains(index + 2), let count = Int(arguments[index + 2]) {
         let profileScratch = Scratch()
         let clock = ContinuousClock()

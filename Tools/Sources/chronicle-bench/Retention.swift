@@ -60,12 +60,18 @@ func writeHotRows(_ directory: URL, count: Int) throws {
 }
 
 @MainActor func retentionBenchmark() {
-    // Store size after 10^5, 10^6 and 10^7 writes of one key (and a tenth as many of a second).
-    // `--retention-counts 1000,20000` for other sizes.
-    let asked = arguments.firstIndex(of: "--retention-counts").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
-    let counts = asked.map { $0.split(separator: ",").compactMap { Int($0) } } ?? (smoke ? [1_000, 10_000] : [100_000, 1_000_000, 10_000_000])
     var noMetaSync = Store.Configuration()
     noMetaSync.durability = .noMetaSync  // the size does not depend on the sync mode; the run's time does
+    retentionSizes(noMetaSync)
+    retentionAgedStore(noMetaSync)
+    retentionWriters()
+}
+
+/// Store size after 10^5, 10^6 and 10^7 writes of one key (and a tenth as many of a second).
+/// `--retention-counts 1000,20000` for other sizes.
+@MainActor func retentionSizes(_ noMetaSync: Store.Configuration) {
+    let asked = arguments.firstIndex(of: "--retention-counts").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+    let counts = asked.map { $0.split(separator: ",").compactMap { Int($0) } } ?? (smoke ? [1_000, 10_000] : [100_000, 1_000_000, 10_000_000])
     do {
         var rows: [String] = []
         for count in counts {
@@ -91,9 +97,11 @@ func writeHotRows(_ directory: URL, count: Int) throws {
     } catch {
         print("retention sizes failed: \(error)")
     }
+}
 
-    // A store that lived (10^6 writes of a hot key) against a fresh one with the same live values:
-    // durable sets, reads and opening.
+/// A store that lived (10^6 writes of a hot key) against a fresh one with the same live values:
+/// durable sets, reads and opening.
+@MainActor func retentionAgedStore(_ noMetaSync: Store.Configuration) {
     do {
         let aged = scratch.directory("retention-aged")
         let fresh = scratch.directory("retention-fresh")
@@ -121,10 +129,12 @@ func writeHotRows(_ directory: URL, count: Int) throws {
     } catch {
         print("retention aged store failed: \(error)")
     }
+}
 
-    // Writers while the automatic compaction runs: a thread writes a hot key in batches of 100;
-    // with retention 2 the compaction runs after every few batches, kept for ever it never runs.
-    // Same write load either way; interleaved rounds.
+/// Writers while the automatic compaction runs: a thread writes a hot key in batches of 100;
+/// with retention 2 the compaction runs after every few batches, kept for ever it never runs.
+/// Same write load either way; interleaved rounds.
+@MainActor func retentionWriters() {
     do {
         func writerLatencies(compacting: Bool, round: Int) throws -> (durable: Latencies, nonThrowing: Latencies) {
             let store = try Store(directory: scratch.directory("retention-writers-\(compacting)-\(round)"))
