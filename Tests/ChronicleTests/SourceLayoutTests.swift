@@ -65,4 +65,30 @@ struct SourceLayoutTests {
         }
         #expect(long.isEmpty, "\(long)")
     }
+
+    /// No function of the library or the tools over 90 lines (a reader holds about 80).
+    @Test func noFunctionIsOver90Lines() throws {
+        let start = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|private|fileprivate|internal|static|override|mutating|nonisolated|final|convenience|required)\s+)*(?:func|init)[\s(<]"#)
+        let literal = try Regex(#""(?:[^"\\]|\\.)*""#)
+        var long: [String] = []
+        for directory in ["Sources", "Tools/Sources"] {
+            for file in try Self.swiftFiles(under: directory) {
+                let lines = try Self.read(file).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                for (index, line) in lines.enumerated() where line.firstMatch(of: start) != nil {
+                    var depth = 0
+                    var opened = false
+                    for end in index..<lines.count {
+                        let code = lines[end].replacing(literal, with: "\"\"")
+                        depth += code.filter { $0 == "{" }.count - code.filter { $0 == "}" }.count
+                        opened = opened || code.contains("{")
+                        if opened, depth <= 0 {
+                            if end - index + 1 > 90 { long.append("\(file):\(index + 1): \(end - index + 1) lines") }
+                            break
+                        }
+                    }
+                }
+            }
+        }
+        #expect(long.isEmpty, "\(long)")
+    }
 }
