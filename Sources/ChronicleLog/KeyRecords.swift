@@ -78,24 +78,24 @@ package struct KeyRecords: Sendable {
         }
     }
 
-    /// Stores `record` and makes it the active key (older keys keep opening older events).
-    package func activate(_ record: WrappedKey) throws {
-        _ = try writeKeyRecords { txn, _ in
+    /// Stores the record `make` returns and makes it the active key (older keys keep opening
+    /// older events), in one write transaction: `make` gets the active key's record, if it is
+    /// readable (a passphrase reuses its salt). Returns the new key's id.
+    package func activateNewKey(_ make: (_ active: WrappedKey?) throws -> WrappedKey) throws -> KeyID {
+        try writeKeyRecords { txn, _ in
+            let active = try activeKeyID(txn).flatMap { try? wrappedKey($0, txn) }
+            let record = try make(active)
             try putWrappedKey(record, txn)
             try setActiveKeyID(record.id, txn)
+            return record.id
         }
     }
 
-    /// Stores `record` and makes it the active key, and keys the chain with it, unless a key is
-    /// active already (another process made one first). Returns whether it did.
-    package func activateFirst(_ record: WrappedKey, dataKey: SecureBytes) throws -> Bool {
-        try writeKeyRecords { txn, head in
-            guard try activeKeyID(txn) == nil else { return false }
-            try putWrappedKey(record, txn)
-            try setActiveKeyID(record.id, txn)
-            try keyChain(with: record.id, dataKey: dataKey, txn, &head)
-            return true
-        }
+    /// Makes sure a key is active, in one write transaction: `sealer` unwraps the active key
+    /// (another process may have made it a moment ago), or makes a first one, which is stored,
+    /// made active and keys the chain (see ``sealingKey(_:_:_:)``).
+    package func ensureActiveKey(_ sealer: any EventSealer) throws {
+        _ = try writeKeyRecords { txn, head in try sealingKey(sealer, txn, &head) }
     }
 
     /// Keys the hash chain with data key `id` when it is not keyed yet (see ``keyChain(with:dataKey:_:_:)``).

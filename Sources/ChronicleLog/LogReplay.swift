@@ -68,8 +68,11 @@ extension LogReplay {
             }
             let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
             if kind == .gap {
-                if gapKey == nil { gapKey = .some(try firstChainKey ?? self.firstChainKey(after: sequence, txn)) }
-                previous = try Self.checkGap(at: sequence, value, body, expected: expected, chainBefore: previous, key: gapKey ?? nil)
+                previous = try Self.checkGap(at: sequence, value, body, expected: expected, chainBefore: previous) {
+                    // The key of gap MACs, looked up at the first gap that gets that far.
+                    if gapKey == nil { gapKey = .some(try firstChainKey ?? self.firstChainKey(after: sequence, txn)) }
+                    return gapKey ?? nil
+                }
                 expected = sequence + 1
                 return true
             }
@@ -112,7 +115,7 @@ extension LogReplay {
     /// checksum). Returns the chain hash it stands for (that of the run's last record).
     private static func checkGap(
         at sequence: UInt64, _ value: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer, expected: UInt64, chainBefore previous: [UInt8],
-        key: KeyedHash?
+        key: () throws -> KeyedHash?
     ) throws -> [UInt8] {
         let stored = Array(UnsafeRawBufferPointer(rebasing: value[(value.count - LogRecord.hashLength)...]))
         let gap: Gap
@@ -125,7 +128,7 @@ extension LogReplay {
         guard gap.chainBefore == previous else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (a gap that does not follow the record before it)")
         }
-        let mac = Gap.mac(key: key, first: gap.first, last: sequence, chainBefore: gap.chainBefore, chainAtLast: stored)
+        let mac = Gap.mac(key: try key(), first: gap.first, last: sequence, chainBefore: gap.chainBefore, chainAtLast: stored)
         guard Sodium.constantTimeEqual(mac, gap.mac) else {
             throw ChronicleError.corruptRecord(
                 sequence: sequence, reason: "a gap whose MAC does not verify (records were removed or a gap edited without the key)")

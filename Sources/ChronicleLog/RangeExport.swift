@@ -2,7 +2,7 @@ package import ChronicleFormat
 import Foundation
 import Synchronization
 import Logging
-package import ChronicleLMDB
+import ChronicleLMDB
 import ChronicleSodium
 
 /// Ranges out of the log: what a peer asked for after a position, bounded in events and bytes, with the key records the events name.

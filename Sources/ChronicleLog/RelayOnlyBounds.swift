@@ -1,4 +1,4 @@
-package import ChronicleFormat
+import ChronicleFormat
 package import ChronicleLMDB
 import ChronicleSodium
 

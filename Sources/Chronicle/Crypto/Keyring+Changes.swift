@@ -31,9 +31,9 @@ extension Keyring {
 
     /// Makes a new data key active; older keys keep opening older events.
     func rotate() throws -> KeyID {
-        let (id, _, record) = try newKey(reusing: try? keyRecords.activeRecord())
-        try keyRecords.activate(record)
-        return id
+        // In one write transaction with the store of the record: a change of key source commits
+        // before it (and rewraps the new key) or after it.
+        try keyRecords.activateNewKey { active in try newKey(reusing: active).2 }
     }
 
     /// Every wrapped data key (never a plaintext key).

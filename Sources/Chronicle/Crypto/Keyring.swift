@@ -161,8 +161,8 @@ final class Keyring: EventSealer {
                 _ = try passphraseKEK(passphrase, salt: salt, limits: limits)
                 state.withLock { $0.firstKeySalt = salt }
             }
-            let (_, key, record) = try newKey(reusing: nil)
-            _ = try keyRecords.activateFirst(record, dataKey: key)  // unless another process made one first
+            // The active key another process made first must open here too (else `.wrongKey` now).
+            try keyRecords.ensureActiveKey(self)
         }
         let chain = try keyRecords.activeAndChainKeyIDs().chain
         if let chain, let key = try? dataKey(chain) {
