@@ -54,6 +54,15 @@ struct SourceLayoutTests {
         }
     }
 
+    /// One way through the store: the facade's public operations, whatever their topic, are in
+    /// `Store/`; the other folders hold the types it uses or the types that use it.
+    @Test func everyExtensionOfStoreIsInTheStoreFolder() throws {
+        let elsewhere = try Self.swiftFiles(under: "Sources/Chronicle").filter { file in
+            try !file.hasPrefix("Sources/Chronicle/Store/") && Self.read(file).contains("\nextension Store ")
+        }
+        #expect(elsewhere.isEmpty, "\(elsewhere)")
+    }
+
     /// No source file of the library or the tools over 450 lines.
     @Test func noSourceFileIsOver450Lines() throws {
         var long: [String] = []
