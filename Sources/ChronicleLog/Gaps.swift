@@ -2,10 +2,11 @@ import ChronicleFormat
 import ChronicleLMDB
 import ChronicleSodium
 
+/// Gap records: runs of records retention dropped, each standing for its run in the chain with a MAC only the chain key makes.
+///
 /// Dropping records in place: each run of dropped records becomes one gap record under the run's
 /// last sequence (docs/FORMAT.md 4.5), so kept records keep their sequences and chain hashes, and
 /// a reader's or a peer's place in the log stays valid.
-/// Gap records: runs of records retention dropped, each standing for its run in the chain with a MAC only the chain key makes.
 package struct Gaps: Sendable {
     let log: EventLog
 

@@ -2,6 +2,8 @@ import ChronicleFormat
 import ChronicleLMDB
 import Synchronization
 
+/// The history index: each key's latest record (`latest`) and, per record, the key's record before it (`previous`), so a key's history is read without scanning the log.
+///
 /// The history index: `latest` names each key's last record, and `previous` links every record to
 /// the same key's record before it, so a key's history is a walk down its links.
 ///
@@ -16,7 +18,6 @@ import Synchronization
 /// by compacting. So every write transaction first checks that the index can be extended (no
 /// `history` rows, no `previous` row past the log's head) and rebuilds it from the log when not,
 /// and a read that finds `history` rows reads the log instead of the links.
-/// The history index: each key's latest record (`latest`) and, per record, the key's record before it (`previous`), so a key's history is read without scanning the log.
 package struct HistoryIndex: Sendable {
     let log: EventLog
 

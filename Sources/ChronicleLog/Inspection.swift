@@ -2,8 +2,9 @@ package import ChronicleFormat
 package import ChronicleLMDB
 import Foundation
 
-/// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
 /// Reading the log as the tools and the change stream show it: view entries, events with their chain hashes, the catalog of keys, statistics.
+///
+/// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
 package struct Inspection: Sendable {
     let log: EventLog
 

@@ -4,7 +4,6 @@ import ChronicleSodium
 
 /// Relay-only records: what a store that verifies nothing keeps to relay without judging it
 /// (items of newer formats, second versions of identities), bounded in total and per source.
-/// What a store that verifies nothing keeps to relay without judging it: bounded in total and per source.
 package struct RelayOnlyBounds: Sendable {
     let log: EventLog
 

@@ -4,6 +4,8 @@ import Dispatch
 import Logging
 import Synchronization
 
+/// Retention: which records each key keeps, and the sweep that drops the rest in short steps after writes and when the store opens.
+///
 /// Retention: which of a key's records the log keeps, the automatic compaction that drops the
 /// others in short steps, and dropping a key's history at once.
 ///
@@ -13,7 +15,6 @@ import Synchronization
 /// records the drift guard holds back. So no current value changes, here or on any replica that
 /// syncs with this one later. Kept records keep their sequences and chain hashes; dropped ones
 /// become gap records (``Gap``), and their identities compacted ranges.
-/// Retention: which records each key keeps, and the sweep that drops the rest in short steps after writes and when the store opens.
 package struct RetentionSweeper: Sendable {
     let log: EventLog
 
