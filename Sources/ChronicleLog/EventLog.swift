@@ -110,9 +110,7 @@ package final class EventLog: Sendable {
     }
 
     deinit {
-        flushTask.withLock { $0?.cancel() }
-        poller.task.withLock { $0?.cancel() }
-        driftGuard.timer.withLock { $0?.task.cancel() }
+        flushTask.withLock { $0?.cancel() }  // the poller's and the drift guard's end with them
         try? environment.flush()
     }
 }

@@ -152,19 +152,6 @@ extension RangeExport {
         return sent
     }
 
-    /// Ascending sequences as the fewest closed ranges.
-    package static func coalesced(_ sequences: [UInt64]) -> [ClosedRange<UInt64>] {
-        var ranges: [ClosedRange<UInt64>] = []
-        for sequence in sequences {
-            if let last = ranges.last, last.upperBound &+ 1 == sequence {
-                ranges[ranges.count - 1] = last.lowerBound...sequence
-            } else if ranges.last?.contains(sequence) != true {
-                ranges.append(sequence...sequence)
-            }
-        }
-        return ranges
-    }
-
     /// The events of this log with these identities, at most about `maxBytes` of payload, with
     /// the key records they name, in a range that moves no checkpoint: `after` and `upTo` are
     /// both this log's head. Each identity's version as logged comes first, then every second

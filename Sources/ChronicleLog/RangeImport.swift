@@ -115,7 +115,20 @@ extension RangeImport {
         }
         if !run.committed.isEmpty { observers.publish(run.committed) }
         if receipt.deferred > 0 { log.schedulePromotion(at: try log.nextPromotion()) }
-        return (receipt, RangeExport.coalesced(run.fromRange.sorted()))
+        return (receipt, Self.coalesced(run.fromRange.sorted()))
+    }
+
+    /// Ascending sequences as the fewest closed ranges.
+    static func coalesced(_ sequences: [UInt64]) -> [ClosedRange<UInt64>] {
+        var ranges: [ClosedRange<UInt64>] = []
+        for sequence in sequences {
+            if let last = ranges.last, last.upperBound &+ 1 == sequence {
+                ranges[ranges.count - 1] = last.lowerBound...sequence
+            } else if ranges.last?.contains(sequence) != true {
+                ranges.append(sequence...sequence)
+            }
+        }
+        return ranges
     }
 
     /// Keys: drops the quarantined key records the screening tried again, stores the accepted

@@ -428,7 +428,8 @@ final class AppendQueue: Sendable {
         next?.continuation.resume(returning: .lead)
     }
 
-    /// How many appends of `tenant` this node holds: in a turn, or waiting for one.
+    /// How many appends of `tenant` this node holds: in a turn, or waiting for one (for tests
+    /// and diagnostics: a turn counts what it took only for this).
     func held(_ tenant: Int64) -> Int {
         state.withLock { state in state[tenant].map { $0.inTurn + $0.waiting.count } ?? 0 }
     }
