@@ -73,6 +73,14 @@ package struct Transaction: ~Copyable {
         return Int(stat.ms_entries)
     }
 
+    /// The pages `database`'s B-tree occupies (branch, leaf and overflow pages): what its
+    /// records cost in the file, whatever the file's high-water mark.
+    package func pages(_ database: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, database.dbi, &stat))
+        return Int(stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+    }
+
     /// Visits key/value pairs in key order, starting at the first key greater
     /// than or equal to `start` (or at the beginning), until `body` returns `false`.
     package func scan(

@@ -39,6 +39,11 @@ package struct Databases: Sendable {
         retention = try environment.openDatabase(named: "retention")
     }
 
+    /// Every database of the environment.
+    package var all: [Database] {
+        [meta, events, dots, latest, previous, legacyHistory, defaults, secrets, peers, deferred, quarantine, retention]
+    }
+
     package func view(_ domain: Domain) -> Database {
         domain == .defaults ? defaults : secrets
     }
