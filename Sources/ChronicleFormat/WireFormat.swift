@@ -21,6 +21,13 @@
         return min(max(value, 1), 4096)
     }
 
+    /// `after`: a log sequence, an unsigned decimal of ASCII digits only (no sign, no space) that
+    /// fits a u64; `nil` otherwise (absent included: it is required).
+    @_spi(Wire) public static func sequence(_ text: String?) -> UInt64? {
+        guard let text, !text.isEmpty, text.utf8.count <= 20, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return UInt64(text)
+    }
+
     @_spi(Wire) public static func text(_ filter: RangeFilter) -> String {
         switch filter {
         case .syncable: "syncable"

@@ -85,6 +85,7 @@ package final class EventLog: Sendable {
         self.dbs = dbs
         driftGuard = DriftGuard(milliseconds: UnixMilliseconds.of(configuration.maxClockDrift), dbs: dbs)
         writer = ReplicaID.random()
+        try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }  // before anything is written (see below)
         (replica, defaultRetention) = try environment.write { txn in
             (try LogMeta.prepare(txn, dbs, directory: directory), try LogMeta.defaultRetention(txn, dbs, configured: configuration.retention))
         }
@@ -107,6 +108,12 @@ package final class EventLog: Sendable {
             }
             flushTask.withLock { $0 = task }
         }
+    }
+
+    /// Refuses a keyed log whose `meta` lost its chain key (see `LogMeta.refuseForgottenChainKey`):
+    /// every opening asks, before it writes anything.
+    func refuseForgottenChainKey() throws {
+        try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }
     }
 
     deinit {

@@ -43,6 +43,8 @@ package enum EventLogRegistry {
         _ = installExitHook
         return try entries.withLock { entries throws(ChronicleError) in
             if var entry = entries[identity], let eventLog = entry.live {
+                // Another process may have damaged the file since this one opened it.
+                try mappingErrors { try eventLog.refuseForgottenChainKey() }
                 if entry.leases == 0 { eventLog.sweeper.resumeSweeping() }
                 entry.leases += 1
                 entry.held = eventLog

@@ -115,6 +115,11 @@ package struct KeyRecords: Sendable {
         return key
     }
 
+    /// Checks the head MAC with the installed chain key (see ``LogHead/checkMAC(_:_:keys:)``).
+    package func checkHeadMAC() throws {
+        try readKeyRecords { txn in try LogHead.read(txn, dbs).checkMAC(txn, dbs, keys: chainKeys) }
+    }
+
     // MARK: -
 
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
@@ -150,19 +155,31 @@ package struct KeyRecords: Sendable {
     /// Keys the hash chain with data key `id` from now on, when it is not keyed yet: appends a
     /// chain-key record (hashed with the new key) naming the key, so the log itself says where
     /// its chain became keyed and no edit of `meta` can turn it back. Returns whether it did.
+    ///
+    /// The new key vouches for what is there, so what is there is verified first: a log that holds
+    /// a chain-key record already had its `meta` edited to forget the key (refused), and the
+    /// unkeyed chain must hold up to the head (its records, its gaps' checksums, the head's
+    /// sequence and hash), else a cut or forged log would be signed. That is one read of the log,
+    /// once in a store's life (its first data key, or a store keyed by format 1 after its first events).
+    /// - Throws: `.corruptMeta("chain.key", …)`, `.corruptRecord` or `.corruptMeta("seq"/"chain", …)`; nothing is written.
     @discardableResult
     func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
         guard head.chainKeyID == nil else { return false }
-        // Gaps made before are MAC'd with no key: they get the key's MAC now, but only in a log
-        // that never held a chain-key record (one that did had its meta edited to forget it, and
-        // a gap forged meanwhile must not be re-MAC'd into a genuine one).
-        let firstKeying = try !log.replayer.holdsChainKeyRecord(txn)
+        if let sequence = try LogMeta.firstChainKeyRecord(txn, dbs) { throw LogMeta.forgottenChainKey(at: sequence) }
+        let replay = try log.replayer.replayLog(txn) { _, _ in }
+        guard replay.covered == head.sequence, replay.chain == head.chain else {
+            throw ChronicleError.corruptMeta(
+                entry: replay.covered == head.sequence ? "chain" : "seq",
+                reason: "the head (\(head.sequence) records) is not the end of the log (\(replay.covered)): the log or its head was "
+                    + "edited, and keying the chain now would vouch for it. Nothing was written")
+        }
         chainKeys.install(id: id, from: dataKey)
         try appendChainKeyRecord(id, txn, &head)
         try txn.put(dbs.meta, key: MetaKey.chainKey, value: id.bytes)
         try txn.put(dbs.meta, key: MetaKey.chainInLog, value: [1])
         head.chainKeyID = id
-        if firstKeying { try log.gaps.remacGaps(with: try chainKeys.key(id), txn) }  // gaps made before verify under the key from now on
+        // The gaps made before were checked above as checksums; they verify under the key from now on.
+        try log.gaps.remacGaps(with: try chainKeys.key(id), txn)
         return true
     }
 

@@ -42,6 +42,41 @@ enum LogMeta {
         return replica
     }
 
+    /// Refuses a keyed log whose `meta` lost its chain key: the log, not `meta`, says whether the
+    /// chain is keyed, and with no chain key named no head MAC would be checked (a cut tail would
+    /// verify). Runs before an opening writes anything. A healthy store pays a few `meta` reads:
+    /// the log is read only when `meta` names no chain key while it shows that the store was keyed
+    /// (an active data key, a head MAC, `chain.inlog`), which a healthy store shows only once, at the
+    /// first opening by this version of a store of format 1 keyed after its first events.
+    /// - Throws: `.corruptMeta("chain.key", …)` naming the log's first chain-key record.
+    static func refuseForgottenChainKey(_ txn: borrowing Transaction, _ dbs: Databases) throws {
+        guard try txn.get(dbs.meta, key: MetaKey.chainKey) == nil else { return }
+        var traces = false
+        for entry in [MetaKey.activeKey, MetaKey.headMAC, MetaKey.chainInLog] where try txn.get(dbs.meta, key: entry) != nil { traces = true }
+        guard traces, let sequence = try firstChainKeyRecord(txn, dbs) else { return }
+        throw forgottenChainKey(at: sequence)
+    }
+
+    /// The error of a log keyed from `sequence` whose `meta` names no chain key.
+    static func forgottenChainKey(at sequence: UInt64) -> ChronicleError {
+        .corruptMeta(
+            entry: "chain.key",
+            reason: "the log's chain is keyed from record \(sequence), but meta names no chain key (the entry was deleted), so the head "
+                + "could have been cut or edited unseen. Nothing was written; `chronicle verify` with the key says more, and "
+                + "`chronicle replay --into DIR` copies what verifies")
+    }
+
+    /// The sequence of the log's first chain-key record, if it holds one.
+    static func firstChainKeyRecord(_ txn: borrowing Transaction, _ dbs: Databases) throws -> UInt64? {
+        var found: UInt64?
+        try txn.scanInPlace(dbs.events) { key, value in
+            guard value.first == RecordKind.chainKey.rawValue else { return true }
+            found = key.count == 8 ? UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) : 0
+            return false
+        }
+        return found
+    }
+
     /// The retention of keys that declare none: the configured one, recorded in `meta` when it
     /// differs from the record; with none configured (a tool), the recorded one, else the standard.
     static func defaultRetention(_ txn: borrowing Transaction, _ dbs: Databases, configured: Retention?) throws -> Retention {

@@ -177,16 +177,6 @@ extension LogReplay {
         return try chainKeys.key(id)
     }
 
-    /// Whether the log holds a chain-key record.
-    func holdsChainKeyRecord(_ txn: borrowing Transaction) throws -> Bool {
-        var found = false
-        try txn.scanInPlace(dbs.events) { _, value in
-            found = value.first == RecordKind.chainKey.rawValue
-            return !found
-        }
-        return found
-    }
-
     /// Drops the views and the history index and rebuilds them from the log, in one transaction.
     /// Events stamped beyond the drift guard wait outside the views, as on import.
     /// On any bad record nothing changes.

@@ -154,7 +154,7 @@ final class Keyring: EventSealer {
                 try keyRecords.keyChain(with: active, dataKey: key)
             }
         } else if create {
-            try refuseIfActiveKeyWasRemoved()
+            try refuseIfActiveKeyWasRemoved(chainKeyID: chainKeyID)
             if case let .passphrase(passphrase, limits) = sourceValue {
                 // Argon2id runs here, never inside the write transaction that creates the key.
                 let salt = Sodium.randomBytes(PasswordHash.saltBytes)
@@ -167,6 +167,9 @@ final class Keyring: EventSealer {
         let chain = try keyRecords.activeAndChainKeyIDs().chain
         if let chain, let key = try? dataKey(chain) {
             keyRecords.chainKeys.install(id: chain, from: key)
+            // With the key at hand, the head is checked before anything trusts it: a cut or edited
+            // head is refused at the opening, not at the first write.
+            try keyRecords.checkHeadMAC()
         }
     }
 
@@ -175,7 +178,14 @@ final class Keyring: EventSealer {
     /// mint a new key over the forgery. Tries every record (one derivation per salt and cost: only
     /// someone who can write the store's files can add records here, and they could do worse).
     /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
-    private func refuseIfActiveKeyWasRemoved() throws {
+    private func refuseIfActiveKeyWasRemoved(chainKeyID: KeyID?) throws {
+        if let chainKeyID {
+            // The chain is keyed with a key of this store's own: its records were deleted.
+            throw ChronicleError.corruptMeta(
+                entry: "dk.active",
+                reason: "this store's log is keyed with data key \(chainKeyID), but the store holds no active key: its key records were "
+                    + "deleted or damaged, and a new key would hide that. Nothing was written")
+        }
         for record in try keyRecords.wrappedKeys() {
             guard (try? unwrap(record)) != nil else { continue }
             throw ChronicleError.corruptMeta(

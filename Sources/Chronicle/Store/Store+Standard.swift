@@ -12,13 +12,14 @@ extension Store {
     /// application-support directory (`$XDG_DATA_HOME`, else `~/.local/share`, on Linux;
     /// `Library/Application Support` on Apple platforms), and opens lazily on first
     /// use. It never crashes: if it cannot open, every read gives the key's
-    /// default, every throwing call throws the reason, and the error is logged.
+    /// default, every throwing call throws the reason, and the error is logged and kept in
+    /// ``openingError`` (a store refused for damage is not an empty one: see ``ChronicleError/isDamage``).
     /// Call ``bootstrap(appID:configuration:)`` at launch to choose the app id,
     /// the configuration, and to see the error at once.
     public static var standard: Store {
         standardState.withLock { current in
             if let current { return current }
-            let store = openStandard(directory: defaultDirectory(appID: nil), configuration: .init())
+            let store = openOrUnavailable(directory: defaultDirectory(appID: nil), configuration: .init())
             current = store
             return store
         }
@@ -51,7 +52,8 @@ extension Store {
         return base.appendingPathComponent("chronicle", isDirectory: true).appendingPathComponent(name, isDirectory: true)
     }
 
-    private static func openStandard(directory: URL, configuration: Configuration) -> Store {
+    /// The store in `directory`, or one that reports why it could not be opened (``openingError``).
+    static func openOrUnavailable(directory: URL, configuration: Configuration) -> Store {
         do {
             return try Store(directory: directory, configuration: configuration)
         } catch {

@@ -57,8 +57,9 @@ public final class Store: Sendable {
         kept.keySource = configuration.keySource?.redacted
         self.configuration = kept
         // An explicit key source must work at open (a wrong passphrase is reported before anything is written).
-        // Without one, the store still opens: plain values read as usual and secrets report why they cannot.
-        if case let .failure(error) = crypto, configuration.keySource != nil { throw error }
+        // Without one, the store still opens: plain values read as usual and secrets report why they cannot;
+        // but damage found in the files (a head MAC that does not verify) refuses it either way.
+        if case let .failure(error) = crypto, configuration.keySource != nil || error.isDamage { throw error }
     }
 
     /// A store that failed to open: reads give defaults, throwing calls throw `error`.
@@ -69,6 +70,22 @@ public final class Store: Sendable {
         kept.keySource = configuration.keySource?.redacted
         self.configuration = kept
         self.directory = directory
+    }
+
+    /// Why this store could not be opened, or `nil` when it is open.
+    ///
+    /// ``standard`` opens lazily and never throws: when its store cannot be opened, every read
+    /// gives the key's default and every throwing call throws this error. An app that did not call
+    /// ``bootstrap(appID:configuration:)`` checks it to tell a refused store from an empty one:
+    ///
+    /// ```swift
+    /// if let error = Store.standard.openingError, error.isDamage {
+    ///     report(error)   // the store's files are damaged: its values are not the defaults
+    /// }
+    /// ```
+    public var openingError: ChronicleError? {
+        if case let .failure(error) = backend { return error }
+        return nil
     }
 
     var eventLog: EventLog {

@@ -20,7 +20,9 @@ package struct RangeQuery: Sendable {
 
     /// Reads `after=N&filter=…&exclude=HEX&max=EVENTS&wait=SECONDS`; 400 for anything malformed.
     package init(_ query: FlatDictionary<Substring, Substring>) throws {
-        guard let after = query.get("after", as: UInt64.self) else { throw HTTPError(.badRequest, message: "after=N is required") }
+        guard let after = WireFormat.sequence(query.get("after")) else {
+            throw HTTPError(.badRequest, message: "after=N is required: an unsigned decimal that fits 64 bits")
+        }
         guard let filter = WireFormat.filter(query.get("filter")) else { throw HTTPError(.badRequest, message: "filter is syncable or small:BYTES") }
         var excluding: ReplicaID?
         if let hex = query.get("exclude") {

@@ -178,16 +178,28 @@ struct ServerLimitTests {
     }
 
     /// A query the protocol does not allow gets 400, not a default.
-    @Test func aMalformedMaxGets400() async throws {
+    @Test func aMalformedQueryGets400() async throws {
         let directories = Directories()
         let store = try Store(directory: directories.make())
         try await withServer(store) { url in
-            for max in ["abc", "", "1e3", "-"] {
-                let response = try await rawRequest(url.appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: "max", value: max)]), token: "test-token")
-                #expect(response.status == 400, "max=\(max) answered \(response.status)")
+            let malformed: [(String, String)] = [
+                ("max", "abc"), ("max", ""), ("max", "1e3"), ("max", "-"), ("max", String(repeating: "1", count: 21)),
+                ("max", "9223372036854775808"),
+                // FORMAT.md 8: `after` is an unsigned decimal; a sign gets 400 (`+1` was read as 1).
+                ("after", "+1"), ("after", "-1"), ("after", "18446744073709551616"), ("after", "0x10"), ("after", ""),
+                ("filter", "bogus"), ("filter", "small:-1"), ("filter", "small:"), ("exclude", "zz"), ("exclude", "00"),
+                ("wait", "soon"),
+            ]
+            for (name, value) in malformed {
+                var items = [URLQueryItem(name: name, value: value)]
+                if name != "after" { items.append(.init(name: "after", value: "0")) }
+                let response = try await rawRequest(url.appendingPathComponent("v1/range").appending(queryItems: items), token: "test-token")
+                #expect(response.status == 400, "\(name)=\(value) answered \(response.status)")
             }
             let fine = try await rawRequest(url.appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: "max", value: "99999")]), token: "test-token")
             #expect(fine.status == 200)  // clamped to 4,096
+            let top = try await rawRequest(url.appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "18446744073709551615")]), token: "test-token")
+            #expect(top.status == 200)  // the largest u64: answered from the head
         }
     }
 

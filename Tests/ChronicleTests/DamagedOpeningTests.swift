@@ -1,0 +1,191 @@
+@testable import Chronicle
+@testable import ChronicleLog
+import ChronicleLMDB
+import ChronicleTesting
+import Foundation
+import Testing
+
+/// An opening reads before it writes: a keyed log whose `meta` says less than the log does (its
+/// chain key forgotten, its head MAC not matching, its key records gone) is refused with an error
+/// that names the damage, and the data file is left exactly as the damage left it. Nothing an
+/// opening writes (a chain-key record, a head MAC, a gap's MAC, a new data key) may vouch for
+/// records it has not verified.
+struct DamagedOpeningTests {
+    static let value = Key<String>("damaged.value", default: "", sync: .manual)
+
+    /// A member store in a directory of its own, written three times, closed; `damage` edits its
+    /// files as someone without the key would; `body` gets the directory.
+    func withDamagedMemberStore(
+        _ damage: (Store) throws -> Void, _ body: (URL, Data) throws -> Void
+    ) throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try Store(directory: directory, configuration: passphraseConfiguration("owner"))
+            for value in ["a", "b", "c"] { try store.set(value, for: Self.value) }
+            #expect(try store.verify().isSound)
+            try damage(store)
+        }
+        try body(directory, try Data(contentsOf: directory.appendingPathComponent("data.mdb")))
+    }
+
+    /// Expects opening `directory` with `configuration` to fail with `corruptMeta(entry)` (with no
+    /// entry: any damage), counted as damage, and to leave the data file byte for byte as it was
+    /// (`before`).
+    func expectRefused(_ directory: URL, _ configuration: Store.Configuration, entry: String?, before: Data) {
+        do {
+            _ = try Store(directory: directory, configuration: configuration)
+            Issue.record("a damaged store opened (entry \(entry ?? "any"))")
+        } catch {
+            #expect(error.isDamage, "\(error)")
+            if let entry {
+                guard case let .corruptMeta(found, _) = error else {
+                    Issue.record("unexpected error: \(error)")
+                    return
+                }
+                #expect(found == entry, "\(error)")
+            }
+        }
+        #expect((try? Data(contentsOf: directory.appendingPathComponent("data.mdb"))) == before, "the refused opening wrote to the file")
+    }
+
+    /// The cut a reviewer made: the newest record deleted, the head pointed at the one before, and
+    /// `chain.key` deleted so that no head MAC is checked. Every opening (with the key, without it)
+    /// refused it, where it used to append a new chain-key record and sign the cut head.
+    @Test func aCutTailWithTheChainKeyForgottenIsRefusedByEveryOpening() throws {
+        try withDamagedMemberStore({ store in
+            try cutTail(store)
+            try deleteMeta(store, MetaKey.chainKey)
+        }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: "chain.key", before: before)
+            expectRefused(directory, .init(), entry: "chain.key", before: before)
+        }
+    }
+
+    /// The same cut with `chain.key` kept: the opening with the key checks the head MAC and refuses
+    /// (it used to open, and only the next write or `verify` noticed).
+    @Test func aCutTailIsRefusedByAnOpeningWithTheKey() throws {
+        try withDamagedMemberStore({ store in try cutTail(store) }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: "head.mac", before: before)
+        }
+    }
+
+    /// Every key record deleted (`dk/`, `dk.travel/`, `dk.active`) while the log still holds the
+    /// chain-key record and sealed, authenticated events: the member's opening refuses instead of
+    /// minting a new key over the log; with `chain.key` deleted too, the same.
+    @Test(arguments: [false, true])
+    func deletedKeyRecordsAreRefusedByTheMembersOpening(alsoForgetChainKey: Bool) throws {
+        try withDamagedMemberStore({ store in
+            try deleteKeyRecords(store)
+            if alsoForgetChainKey { try deleteMeta(store, MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC) }
+        }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: alsoForgetChainKey ? "chain.key" : "dk.active", before: before)
+        }
+    }
+
+    /// A store keyed by format 1 (keyed from record 1, no chain-key record, no `chain.inlog`) whose
+    /// `chain.key` was deleted looks like a format-1 store keyed after its first events, which an
+    /// opening keys from there on. Its records do not verify as an unkeyed chain, so the opening
+    /// refuses instead of signing them, naming the first record that does not verify.
+    @Test func aLegacyKeyedLogWithTheChainKeyForgottenIsRefused() throws {
+        try withDamagedMemberStore({ store in
+            try rewriteAsFormatOneKeyedLog(store)
+            #expect(try store.verify().isSound, "the format-1 fixture verifies before the damage")
+            try cutTail(store)
+            try deleteMeta(store, MetaKey.chainKey, MetaKey.headMAC)
+        }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: nil, before: before)
+        }
+    }
+
+    /// A healthy store opens as before, with and without its key, and a format-1 store with an
+    /// unkeyed chain and a data key is still keyed by its first opening.
+    @Test func healthyStoresOpenAsBefore() throws {
+        try withDamagedMemberStore({ _ in }) { directory, _ in
+            let reopened = try Store(directory: directory, configuration: passphraseConfiguration("owner"))
+            #expect(reopened[Self.value] == "c")
+            #expect(try reopened.verify().isSound)
+        }
+    }
+
+    /// `Store.standard` that skipped `bootstrap` opens lazily and reads defaults when its store is
+    /// refused: `openingError` tells the app it was refused, not empty.
+    @Test func anUnavailableStoreSaysWhyItIsUnavailable() throws {
+        try withDamagedMemberStore({ store in
+            try cutTail(store)
+            try deleteMeta(store, MetaKey.chainKey)
+        }) { directory, _ in
+            let store = Store.openOrUnavailable(directory: directory, configuration: .init())
+            #expect(store[Self.value] == "")
+            let error = try #require(store.openingError)
+            #expect(error.isDamage)
+            #expect(throws: ChronicleError.self) { try store.set("d", for: Self.value) }
+            let healthy = try Store(directory: temporaryDirectory())
+            defer { try? FileManager.default.removeItem(at: healthy.directory) }
+            #expect(healthy.openingError == nil)
+        }
+    }
+}
+
+// MARK: - Damage, as someone with the files and no key does it
+
+/// Deletes the newest record and points the head (`seq`, `chain`) at the one before.
+func cutTail(_ store: Store) throws {
+    let eventLog = try store.eventLog
+    try eventLog.environment.write { txn in
+        let sequence = try LogHead.read(txn, eventLog.dbs).sequence
+        _ = try txn.delete(eventLog.dbs.events, key: sequence.bigEndianBytes)
+        let last = try #require(try txn.get(eventLog.dbs.events, key: (sequence - 1).bigEndianBytes))
+        try txn.put(eventLog.dbs.meta, key: MetaKey.sequence, value: (sequence - 1).bigEndianBytes)
+        try txn.put(eventLog.dbs.meta, key: MetaKey.chain, value: Array(last.suffix(LogRecord.hashLength)))
+    }
+}
+
+/// Deletes `meta` entries.
+func deleteMeta(_ store: Store, _ entries: [UInt8]...) throws {
+    let eventLog = try store.eventLog
+    try eventLog.environment.write { txn in
+        for entry in entries { _ = try txn.delete(eventLog.dbs.meta, key: entry) }
+    }
+}
+
+/// Deletes every key record of `meta`: wrapped keys, travel wraps, the active key's id.
+func deleteKeyRecords(_ store: Store) throws {
+    let eventLog = try store.eventLog
+    try eventLog.environment.write { txn in
+        var doomed: [[UInt8]] = [MetaKey.activeKey]
+        try txn.scan(eventLog.dbs.meta) { key, _ in
+            if key.starts(with: Array("dk/".utf8)) || key.starts(with: Array("dk.travel/".utf8)) { doomed.append(key) }
+            return true
+        }
+        for key in doomed { _ = try txn.delete(eventLog.dbs.meta, key: key) }
+    }
+}
+
+/// Rewrites a member store's log as format 1 left a store keyed from its first record: no
+/// chain-key record, every record hashed with the chain key, no `chain.inlog`.
+func rewriteAsFormatOneKeyedLog(_ store: Store) throws {
+    let eventLog = try store.eventLog
+    try eventLog.environment.write { txn in
+        var head = try LogHead.read(txn, eventLog.dbs)
+        let key = try eventLog.chainKeys.key(head.chainKeyID)
+        var records: [LogRecord] = []
+        try txn.scan(eventLog.dbs.events) { keyBytes, value in
+            let record = try LogRecord(decoding: value, sequence: UInt64(bigEndianBytes: keyBytes) ?? 0)
+            if record.kind != .chainKey { records.append(record) }
+            return true
+        }
+        try txn.clear(eventLog.dbs.events)
+        head.sequence = 0
+        head.chain = LogHead.empty.chain
+        for record in records {
+            head.sequence += 1
+            let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: record.kind, body: record.body, key: key)
+            try txn.put(eventLog.dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: record.kind, body: record.body, hash: hash).encoded())
+            head.chain = hash
+        }
+        _ = try txn.delete(eventLog.dbs.meta, key: MetaKey.chainInLog)
+        try head.write(txn, eventLog.dbs, chainKey: key)
+    }
+    try store.rebuildViews()
+}
