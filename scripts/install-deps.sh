@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system libraries Chronicle links against (liblmdb, libsodium; libsqlite3
-# for the benchmark peer) and pkg-config, when they are missing. Uses sudo only when not root.
+# for the benchmark peer; python3-lmdb for a test's forger) and pkg-config, when they are missing. Uses sudo only when not root.
 set -euo pipefail
 
 missing=()
@@ -8,6 +8,8 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists lmdb 2>/dev/null || missing+=(liblmdb-dev)
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # GRDB, for the benchmarks only
+# The forger of the tool's tamper-evidence tests (Tools/Tests/Forger): Debian's python3 with py-lmdb.
+/usr/bin/python3 -c 'import lmdb' 2>/dev/null || missing+=(python3-lmdb)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

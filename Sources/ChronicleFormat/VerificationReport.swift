@@ -19,6 +19,18 @@ public struct VerificationReport: Sendable, Equatable, CustomStringConvertible {
         return "ok: \(records) records, \(keys) keys, hash chain intact, views equal a replay"
     }
 
+    /// The report of a store that an opening refused for damage (``ChronicleError/isDamage``):
+    /// nothing was checked past it.
+    package init(refusedOpening damage: ChronicleError) {
+        var sequence: UInt64?
+        switch damage {
+        case let .corruptRecord(at, _): sequence = at
+        case let .tampered(at, _): sequence = at
+        default: break
+        }
+        self.init(records: 0, keys: 0, firstProblem: damage, firstBadSequence: sequence)
+    }
+
     package init(records: Int, keys: Int, firstProblem: ChronicleError? = nil, firstBadSequence: UInt64? = nil) {
         self.records = records
         self.keys = keys

@@ -98,6 +98,16 @@ struct DamagedOpeningTests {
         }
     }
 
+    /// The whole log re-chained without the key (its chain-key record dropped, every hash
+    /// unkeyed, `chain.key`, `chain.inlog` and `head.mac` deleted), `dk.active` kept: it looks like
+    /// a store of format 1 keyed after its first events, which an opening keys from there on. A
+    /// member's chain is keyed from its first key, so the member's opening refuses it.
+    @Test func aMembersLogRechainedWithoutTheKeyIsRefused() throws {
+        try withDamagedMemberStore({ store in try rechainWithoutKey(store) }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: "chain.key", before: before)
+        }
+    }
+
     /// A healthy store opens as before, with and without its key, and a format-1 store with an
     /// unkeyed chain and a data key is still keyed by its first opening.
     @Test func healthyStoresOpenAsBefore() throws {

@@ -149,8 +149,16 @@ final class Keyring: EventSealer {
         if let active {
             let key = try dataKey(active)
             if chainKeyID == nil {
+                // A member's chain is keyed from its first key (by every build), so its meta lost
+                // the entry: a log re-chained without the key must not be signed.
+                if isMember {
+                    throw ChronicleError.corruptMeta(
+                        entry: "chain.key",
+                        reason: "this store was made with a key source, so its chain is keyed from its first key, but meta names no chain "
+                            + "key: the log was re-chained or meta edited without the key. Nothing was written")
+                }
                 // A store keyed by format 1 after its first events (every `Store.standard` with a
-                // secret) never got a keyed chain: key it from here on.
+                // secret) never got a keyed chain: key it from here on (after verifying it).
                 try keyRecords.keyChain(with: active, dataKey: key)
             }
         } else if create {

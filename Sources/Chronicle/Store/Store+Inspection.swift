@@ -110,3 +110,11 @@ extension Store {
         return true
     }
 }
+
+extension VerificationReport {
+    /// The report of a store that an opening refused for damage (``ChronicleError/isDamage``),
+    /// for `chronicle verify`: the damage is the finding, and nothing was checked past it.
+    @_spi(Tools) public static func refusedOpening(_ damage: ChronicleError) -> VerificationReport {
+        VerificationReport(refusedOpening: damage)
+    }
+}

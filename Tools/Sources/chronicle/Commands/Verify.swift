@@ -18,7 +18,14 @@ extension ChronicleCommand {
 
         func run() throws {
             let progress = ProgressLine(label: "verify")
-            let report = try options.openExisting().verify { done, total in progress.update(done, of: total) }
+            let report: VerificationReport
+            do {
+                report = try options.openExisting().verify { done, total in progress.update(done, of: total) }
+            } catch let error as ChronicleError where error.isDamage {
+                // The opening itself refused the store for damage (a keyed log whose meta forgot its
+                // chain key, a head MAC that does not verify): that is a finding, not a failure to check.
+                report = .refusedOpening(error)
+            }
             progress.finish()
             if json {
                 printJSONLine([
