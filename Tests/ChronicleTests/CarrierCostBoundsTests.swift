@@ -473,19 +473,31 @@ struct CarrierCostBoundsTests {
             // A 64 MiB id file (the review's was 1.2 GB) and a FIFO: neither is read.
             try makeSparseFile(at: id, size: 64 << 20)
             let replicator = Replicator(store: victim, peers: [.directory(folder)])
-            await #expect(throws: ChronicleError.self) { try await replicator.sync() }
+            await #expect { try await replicator.sync() } throws: { "\($0)".contains("mailbox.id") }
             try FileManager.default.removeItem(at: id)
             #expect(mkfifo(id.path, 0o600) == 0)
             let fifoSync = Task { try await replicator.sync() }
-            #expect(await finishes(Task { _ = try? await fifoSync.value }, within: .seconds(60)), "a FIFO as mailbox.id stalled the sync")
-            await #expect(throws: ChronicleError.self) { try await fifoSync.value }
+            // A hang guard, not a timing: reading a FIFO would block for ever.
+            #expect(await finishes(Task { _ = try? await fifoSync.value }, within: .seconds(600)), "a FIFO as mailbox.id stalled the sync")
+            await #expect { try await fifoSync.value } throws: { "\($0)".contains("mailbox.id") }
             try FileManager.default.removeItem(at: id)
+            // A symbolic link as mailbox.id, even to a well-formed id file: refused, naming the file.
+            let elsewhereID = folder.appendingPathComponent("other.id")
+            try Data(String(repeating: "a", count: 32).utf8).write(to: elsewhereID)
+            try FileManager.default.createSymbolicLink(at: id, withDestinationURL: elsewhereID)
+            await #expect { try await replicator.sync() } throws: { "\($0)".contains("mailbox.id") }
+            try FileManager.default.removeItem(at: id)
+            try FileManager.default.removeItem(at: elsewhereID)
             // ranges/ as a link to somewhere else: nothing is written there.
             let elsewhere = folder.appendingPathComponent("elsewhere")
             try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("ranges"), withDestinationURL: elsewhere)
             await #expect(throws: ChronicleError.self) { try await replicator.sync() }
             #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+            // ranges/ as a plain file: refused too.
+            try FileManager.default.removeItem(at: folder.appendingPathComponent("ranges"))
+            try Data("x".utf8).write(to: folder.appendingPathComponent("ranges"))
+            await #expect(throws: ChronicleError.self) { try await replicator.sync() }
             // Removed, the mailbox works again.
             try FileManager.default.removeItem(at: folder.appendingPathComponent("ranges"))
             try await replicator.sync()

@@ -203,6 +203,29 @@ struct ServerLimitTests {
         }
     }
 
+    /// FORMAT.md 7.6 and 8: a request for events by identity whose body is longer or shorter than
+    /// its count says, of another version, or counting more than 1,024 gets 400 at `serve` too.
+    @Test func aMalformedEventRequestGets400() async throws {
+        let directories = Directories()
+        let store = try Store(directory: directories.make())
+        try await withServer(store) { url in
+            let one = [UInt8](repeating: 7, count: 16) + [0, 0, 0, 0, 0, 0, 0, 1]
+            let malformed: [(String, [UInt8])] = [
+                ("longer", [1, 0, 1] + one + [0]),
+                ("shorter", [1, 0, 2] + one),
+                ("version 2", [2, 0, 1] + one),
+                ("1,025 identities", [1, 0x04, 0x01] + [UInt8](repeating: 7, count: 24 * 8)),
+                ("empty", []),
+            ]
+            for (name, body) in malformed {
+                let response = try await rawRequest(url.appendingPathComponent("v1/events"), method: .POST, token: "test-token", body: Data(body))
+                #expect(response.status == 400, "\(name) answered \(response.status)")
+            }
+            let fine = try await rawRequest(url.appendingPathComponent("v1/events"), method: .POST, token: "test-token", body: Data([1, 0, 1] + one))
+            #expect(fine.status == 200)
+        }
+    }
+
     /// Connections count per IPv4 address, and per /56 for IPv6 (one home delegation: 256
     /// /64s, so counting /64s let one household take 256 shares); an IPv4-mapped address counts
     /// as its IPv4 address.

@@ -221,5 +221,26 @@ extension HubTests {
             #expect(status == 503)
         }
     }
+
+    /// FORMAT.md 13: a pushed event whose counter is above 2^48 is refused with its range (400),
+    /// and nothing of the range is stored.
+    @Test func anAbsurdCounterRefusesItsRange() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let token = try await hub.token(tenant, "d")
+            func event(counter: UInt64) -> [UInt8] {
+                Event(
+                    origin: .random(), counter: counter, replica: .random(), hlc: HLC(rawValue: 1 << 20), domain: .defaults, op: .set,
+                    policy: .manual, encoding: 6, sealed: false, key: "k", payload: [1]
+                ).encoded()
+            }
+            let push = hub.urls[0].appendingPathComponent("v1/range")
+            let refused = try await rawRequest(push, method: .POST, token: token, body: handMadeRange(events: [event(counter: 1), event(counter: (1 << 48) + 1)]))
+            #expect(refused.status == 400, "\(refused.status) \(refused.body)")
+            #expect(try await hub.admin.tenants().first { $0.name == tenant }?.events == 0, "nothing of the refused range")
+            let control = try await rawRequest(push, method: .POST, token: token, body: handMadeRange(events: [event(counter: 1 << 48)]))
+            #expect(control.status == 200, "a counter of 2^48 is allowed: \(control.body)")
+        }
+    }
 }
 }

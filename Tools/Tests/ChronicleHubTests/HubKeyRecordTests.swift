@@ -167,4 +167,29 @@ extension HubTests {
             #expect(derivations <= 3, "\(derivations) Argon2id runs over three syncs")
         }
     }
+
+    /// FORMAT.md 13: past 1,024 wrapped keys a tenant refuses a push that brings more, whole
+    /// (507), whichever device pushes it; nothing of it is stored.
+    @Test func theTenantsKeyTableIsBounded() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            try await withTemporaryStores(1, configuration: groupConfiguration("family secret")) { stores in
+                try stores[0].set("from the laptop", for: .hubNote)
+                let model = try #require(try EventRange(decoding: Array(try stores[0].exportRange(after: 0))).events.first)
+                let push = hub.urls[0].appendingPathComponent("v1/range")
+                let devices = Int(HubDatabase.maxKeys / HubDatabase.maxKeysPerDevice)
+                for device in 0..<devices {
+                    let token = try await hub.token(tenant, "d\(device)")
+                    let keys = (0..<Int(HubDatabase.maxKeysPerDevice)).map { _ in Self.junkKeyRecord() }
+                    let answer = try await rawRequest(push, method: .POST, token: token, body: Self.forgedRange(model: model, keys: keys))
+                    #expect(answer.status == 200, "device \(device): \(answer.body)")
+                }
+                let last = try await hub.token(tenant, "one-more")
+                let refused = try await rawRequest(push, method: .POST, token: last, body: Self.forgedRange(model: model, keys: [Self.junkKeyRecord()]))
+                #expect(refused.status == 507)
+                #expect(refused.body.contains("at most \(HubDatabase.maxKeys) are kept"), "\(refused.body)")
+                #expect(try await hub.admin.keyCounts(tenant: tenant).reduce(0) { $0 + $1.keys } == Int(HubDatabase.maxKeys))
+            }
+        }
+    }
 }
