@@ -84,7 +84,7 @@ public enum ChronicleError: Error, Sendable, Equatable, CustomStringConvertible,
         case let .invalidArgument(text):
             "invalid argument: \(text)"
         case let .malformedInput(text):
-            "malformed input, nothing applied: \(text)"
+            "malformed input, nothing of it applied: \(text)"
         case let .syncFailed(peer, reason):
             "sync with \(peer) failed: \(reason) (the next sync resumes where this one stopped)"
         case .cancelled:

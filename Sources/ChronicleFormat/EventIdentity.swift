@@ -31,6 +31,16 @@ public struct EventIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The most identities one request names.
     public static let maxPerRequest = 1_024
 
+    /// The first ``maxPerRequest`` distinct identities of `identities`, in their order: what an
+    /// answer to a request by identity looks up. A repeated identity counts once, so repeating
+    /// one costs the answerer nothing more (docs/FORMAT.md 7.6).
+    @_spi(Wire) public static func distinct(_ identities: [EventIdentity]) -> [EventIdentity] {
+        var seen = Set<EventIdentity>()
+        var result: [EventIdentity] = []
+        for identity in identities where result.count < maxPerRequest && seen.insert(identity).inserted { result.append(identity) }
+        return result
+    }
+
     /// A request for events by identity: `u8 version (1) ‖ u16 count ‖ count × (16 writer ‖ u64
     /// counter)`, every integer big-endian, at most ``maxPerRequest`` identities.
     @_spi(Wire) public static func encodeRequest(_ identities: [EventIdentity]) -> [UInt8] {

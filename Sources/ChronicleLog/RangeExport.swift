@@ -1,4 +1,4 @@
-package import ChronicleFormat
+@_spi(Wire) package import ChronicleFormat
 import Foundation
 import Synchronization
 import Logging
@@ -161,7 +161,7 @@ extension RangeExport {
     package func exportEvents(_ identities: [EventIdentity], maxBytes: Int) throws -> EventRange {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
-            let asked = Array(identities.prefix(EventIdentity.maxPerRequest))
+            let asked = EventIdentity.distinct(identities)
             var events: [Event] = []
             var bytes = 0
             func take(_ event: Event) -> Bool {

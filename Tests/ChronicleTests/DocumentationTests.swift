@@ -130,6 +130,45 @@ struct DocumentationTests {
     }
 
     /// The README stays a ten-minute read: what a newcomer needs, the rest in docs/.
+    /// FORMAT.md's appendix lists every refusal the document states with the tests that prove
+    /// it: each test it names exists, as a `@Test` function in a file that declares its suite
+    /// (the library's tests here, the tool's, the server's and the hub's in `Tools/Tests`).
+    @Test func everyRefusalOfTheFormatHasATest() throws {
+        let format = try String(contentsOf: Self.root.appendingPathComponent("docs/FORMAT.md"), encoding: .utf8)
+        let appendix = try #require(format.range(of: "## Appendix A.").map { format[$0.lowerBound...] }, "FORMAT.md has no appendix of refusals")
+        let rows = appendix.split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| §") }
+        #expect(rows.count >= 40, "the appendix lists \(rows.count) refusals")
+        var sources: [String] = []
+        for folder in ["Tests", "Tools/Tests"] {
+            let files = FileManager.default.enumerator(at: Self.root.appendingPathComponent(folder), includingPropertiesForKeys: nil)?
+                .compactMap { $0 as? URL } ?? []
+            for file in files where file.pathExtension == "swift" { sources.append(try String(contentsOf: file, encoding: .utf8)) }
+        }
+        #expect(!sources.isEmpty)
+        for row in rows {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false)
+            let tests = try #require(cells.dropLast().last, "a row without a tests column: \(row)")
+            let names = tests.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            #expect(!names.isEmpty, "a refusal without a test: \(row)")
+            for name in names {
+                let parts = name.split(separator: ".")
+                guard parts.count == 2 else {
+                    Issue.record("not Suite.function: \(name)")
+                    continue
+                }
+                let (suite, function) = (String(parts[0]), String(parts[1]))
+                let found = sources.contains { source in
+                    guard source.contains("struct \(suite)") || source.contains("extension \(suite)"),
+                        let at = source.range(of: "func \(function)(")
+                    else { return false }
+                    let start = source.index(at.lowerBound, offsetBy: -300, limitedBy: source.startIndex) ?? source.startIndex
+                    return source[start..<at.lowerBound].contains("@Test")
+                }
+                #expect(found, "FORMAT.md's appendix names \(name), which is no test")
+            }
+        }
+    }
+
     @Test func theReadmeStaysShort() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         let words = readme.split { $0.isWhitespace }.count

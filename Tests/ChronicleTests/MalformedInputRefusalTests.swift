@@ -129,8 +129,9 @@ struct MalformedInputRefusalTests {
             #expect {
                 try store.importFile(at: path)
             } throws: { error in
-                guard case .malformedInput? = error as? ChronicleError else { return false }
-                return true
+                // The message says the frames before the bad one stayed applied.
+                guard case let .malformedInput(text)? = error as? ChronicleError else { return false }
+                return text.contains("the ranges before it were applied and kept (events applied: 1)")
             }
             #expect(store[Self.good] == "good", "the frame before the bad one was not kept")
         }

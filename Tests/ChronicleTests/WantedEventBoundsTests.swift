@@ -1,6 +1,6 @@
 @_spi(Wire) @testable import Chronicle
 @testable import ChronicleLog
-import ChronicleFormat
+@_spi(Wire) import ChronicleFormat
 import ChronicleLMDB
 import ChronicleSodium
 import ChronicleTesting
@@ -34,6 +34,23 @@ struct WantedEventBoundsTests {
             _ = try victim.importRange(
                 Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: batch, opaque: []).encoded()),
                 from: "a carrier")
+        }
+    }
+
+    /// A request naming one identity 1,024 times is answered as if it named it once (FORMAT.md
+    /// 7.6: a repeated identity counts once), so repeating costs the answerer nothing.
+    @Test func aRepeatedIdentityIsAnsweredOnce() throws {
+        try withTemporaryStore { store, _ in
+            try store.set("once", for: Key<String>("wanted.once", default: "", sync: .manual))
+            let event = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.first)
+            let identity = EventIdentity(writer: event.origin, counter: event.counter)
+            let once = try EventRange(decoding: Array(try store.exportEvents([identity])))
+            let repeated = try EventRange(decoding: Array(try store.exportEvents(Array(repeating: identity, count: EventIdentity.maxPerRequest))))
+            #expect(once.events.count == 1)
+            #expect(repeated.events.count == 1, "\(repeated.events.count) copies of one identity")
+            // Repeats do not take the place of other identities either.
+            let other = EventIdentity(writer: .random(), counter: 1)
+            #expect(EventIdentity.distinct(Array(repeating: other, count: 2_000) + [identity]) == [other, identity])
         }
     }
 

@@ -236,15 +236,23 @@ extension Store {
         }
         var total = RangeReceipt()
         var offset = head.count
+        /// What the frames before a bad one applied (they stay applied: each is its own transaction).
+        func kept(_ total: RangeReceipt) -> String {
+            total.received == 0 ? "" : "; the ranges before it were applied and kept (events applied: \(total.applied))"
+        }
         while true {
             let length = try read(8)
             if length.isEmpty { return total }  // the end of the stream
             guard length.count == 8, let count = UInt64(bigEndianBytes: length), count <= UInt64(EventRange.maxEncodedSize) else {
-                throw .malformedInput("\(path): a range length at byte \(offset) is truncated or over \(EventRange.maxEncodedSize) bytes")
+                throw .malformedInput("\(path): a range length at byte \(offset) is truncated or over \(EventRange.maxEncodedSize) bytes\(kept(total))")
             }
             let bytes = try read(Int(count))
-            guard bytes.count == Int(count) else { throw .malformedInput("\(path): the range at byte \(offset) is truncated") }
-            total.add(try importRange(Data(bytes), from: "file \(path)"))
+            guard bytes.count == Int(count) else { throw .malformedInput("\(path): the range at byte \(offset) is truncated\(kept(total))") }
+            do { total.add(try importRange(Data(bytes), from: "file \(path)")) } catch {
+                // A frame that does not decode stops the import; the frames before it stay applied.
+                guard case let .malformedInput(reason) = error else { throw error }
+                throw .malformedInput("\(path): the range at byte \(offset): \(reason)\(kept(total))")
+            }
             offset += 8 + bytes.count
             progress?(offset, size)
         }

@@ -115,7 +115,7 @@ extension HubDatabase {
             """, logger: logger
         ).decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) { found = row }
         guard let (relay, epoch, storedHead, chain) = found else { throw revoked(device) }
-        let asked = Array(identities.prefix(EventIdentity.maxPerRequest))
+        let asked = EventIdentity.distinct(identities)  // a repeated identity is looked up once
         let writers = asked.map { ByteBuffer(bytes: $0.writer.bytes) }
         let counters = asked.map { Int64(clamping: $0.counter) }
         var bodies: [[UInt8]] = []

@@ -55,6 +55,8 @@ struct HTTPTests {
             for token in [nil, "wrong", "test-token-but-longer", ""] as [String?] {
                 let push = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: token, body: range)
                 #expect(push.status == 401)
+                // FORMAT.md 8: a 401 answers this text, not JSON.
+                #expect(push.body.trimmingCharacters(in: .whitespacesAndNewlines) == "missing or wrong bearer token", "\(push.body)")
                 let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: token)
                 #expect(info.status == 401)
             }
@@ -75,6 +77,9 @@ struct HTTPTests {
             let garbage = try await rawRequest(endpoint, method: .POST, token: "test-token", body: Data("garbage".utf8))
             #expect(garbage.status == 400)
             #expect(garbage.body.contains("malformed"))
+            // FORMAT.md 8: every error status but 401 answers {"error":{"message":TEXT}}.
+            let error = try JSONSerialization.jsonObject(with: garbage.data) as? [String: Any]
+            #expect((error?["error"] as? [String: Any])?["message"] is String, "not the JSON error body: \(garbage.body)")
             let truncated = try await rawRequest(endpoint, method: .POST, token: "test-token", body: range.prefix(100))
             #expect(truncated.status == 400)
             let oversized = try await rawRequest(endpoint, method: .POST, token: "test-token", body: range)

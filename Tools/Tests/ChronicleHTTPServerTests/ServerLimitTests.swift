@@ -85,6 +85,14 @@ struct ServerLimitTests {
             let range = try store.exportRange(after: 0)
             let answer = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "test-token", body: range)
             #expect(answer.status == 200, "\(answer.status) \(answer.body)")
+            // FORMAT.md 8: the push past its owner's share (half the budget at `serve`) got 503
+            // with Retry-After; waited for as a condition, with a hang guard.
+            var refused: String?
+            for _ in 0..<600 where refused == nil {
+                refused = stalled.map { $0.peekAnswer() }.first { $0.hasPrefix("HTTP/1.1 503") }
+                if refused == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(refused?.lowercased().contains("retry-after: 1") == true, "no 503 with Retry-After for the push past its share")
         }
     }
 
@@ -105,6 +113,10 @@ struct ServerLimitTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(cut, "a push trickling 10 bytes a second was never cut off")
+            // FORMAT.md 8: cut off with 408 and `Connection: close`, not a bare close.
+            let answer = trickle.peekAnswer()
+            #expect(answer.hasPrefix("HTTP/1.1 408"), "the cut-off push got no 408: \(answer.prefix(80))")
+            #expect(answer.lowercased().contains("connection: close"), "the 408 did not say Connection: close")
         }
     }
 

@@ -55,6 +55,13 @@ extension HubTests {
                 #expect(try await rawRequest(url, method: .POST, token: laptop, body: Data([1, 0, 2] + randomBytes(24))).status == 400)
                 #expect(try await rawRequest(url, method: .POST, token: laptop, body: Data([9, 0, 0])).status == 400)
                 #expect(try await rawRequest(url, method: .POST, token: "chr_" + String(repeating: "A", count: 43), body: Data(EventIdentity.encodeRequest([identity]))).status == 401)
+                // An identity named 1,024 times is answered as if named once: each body once,
+                // and looked up once (the request used to join each repeat against every body).
+                let repeated = try await rawRequest(
+                    url, method: .POST, token: laptop,
+                    body: Data(EventIdentity.encodeRequest(Array(repeating: identity, count: EventIdentity.maxPerRequest))))
+                #expect(repeated.status == 200)
+                #expect(try EventRange(decoding: Array(repeated.data)).events.count == 2, "a repeated identity was answered more than once")
                 // The transport answers the same.
                 let transport = HTTPTransport(baseURL: hub.urls[0], token: laptop)
                 #expect(try EventRange(decoding: Array(try #require(try await transport.pullEvents([identity])))).events.count == 2)

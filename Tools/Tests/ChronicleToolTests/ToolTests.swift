@@ -253,6 +253,7 @@ struct ToolTests {
             let line = try #require(listed.stdout.split(separator: "\n").first)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["reason"] as? String == "not authenticated by a member of this sync group")
+            #expect(object["reasonCode"] as? Int == 1)  // FORMAT.md 11's number: what scripts match on
             #expect(object["key"] as? String == "tool.secret" && object["sealed"] as? Bool == true)
             #expect((object["source"] as? String)?.hasPrefix("file ") == true)
             #expect(!listed.stdout.contains("kept"))

@@ -64,5 +64,13 @@ public struct RawSocket: Sendable {
         return String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 \(status)")
     }
 
+    /// What the server answered so far (at most 4 KiB, left in the socket), or "" when it closed
+    /// without a byte.
+    public func peekAnswer() -> String {
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = recv(descriptor, &bytes, bytes.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count > 0 ? String(decoding: bytes.prefix(count), as: UTF8.self) : ""
+    }
+
     public func close() { _ = Glibc.close(descriptor) }
 }

@@ -58,7 +58,7 @@ extension ChronicleCommand {
             var fields = [
                 "\"id\":\(item.id)", "\"arrived\":\(jsonString(iso(item.date)))",
                 "\"kind\":\(jsonString(item.kind == .event ? "event" : "wrappedKey"))",
-                "\"reason\":\(jsonString("\(item.reason)"))", "\"source\":\(jsonString(item.source))",
+                "\"reason\":\(jsonString("\(item.reason)"))", "\"reasonCode\":\(item.reason.rawValue)", "\"source\":\(jsonString(item.source))",
                 "\"detail\":\(jsonString(item.detail))", "\"sealed\":\(item.isSealed)",
             ]
             if let origin = item.origin { fields.append("\"writer\":\(jsonString(origin.hex))") }
