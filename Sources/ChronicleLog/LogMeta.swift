@@ -42,15 +42,25 @@ enum LogMeta {
         return replica
     }
 
-    /// Refuses a keyed log whose `meta` lost its chain key: the log, not `meta`, says whether the
+    /// Refuses a keyed log whose `meta` lost its chain key, or the chain key's record: the log, not `meta`, says whether the
     /// chain is keyed, and with no chain key named no head MAC would be checked (a cut tail would
     /// verify). Runs before an opening writes anything. A healthy store pays a few `meta` reads:
     /// the log is read only when `meta` names no chain key while it shows that the store was keyed
     /// (an active data key, a head MAC, `chain.inlog`), which a healthy store shows only once, at the
     /// first opening by this version of a store of format 1 keyed after its first events.
-    /// - Throws: `.corruptMeta("chain.key", …)` naming the log's first chain-key record.
+    /// - Throws: `.corruptMeta("chain.key", …)` naming the log's first chain-key record;
+    ///   `.corruptMeta("dk/", …)` when `meta` names a chain key whose record is gone.
     static func refuseForgottenChainKey(_ txn: borrowing Transaction, _ dbs: Databases) throws {
-        guard try txn.get(dbs.meta, key: MetaKey.chainKey) == nil else { return }
+        if let named = try txn.get(dbs.meta, key: MetaKey.chainKey) {
+            // The chain key is a data key of this store's own, whose record no build deletes.
+            let id = try KeyID(metaEntry: "chain key", named)
+            guard try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) == nil else { return }
+            throw ChronicleError.corruptMeta(
+                entry: "dk/",
+                reason: "the log's chain is keyed with data key \(id), whose record is gone from meta: the store's key records were "
+                    + "deleted, and its sealed values and chain can no longer be checked. Nothing was written; restore the store "
+                    + "from a backup or another member")
+        }
         var traces = false
         for entry in [MetaKey.activeKey, MetaKey.headMAC, MetaKey.chainInLog] where try txn.get(dbs.meta, key: entry) != nil { traces = true }
         guard traces, let sequence = try firstChainKeyRecord(txn, dbs) else { return }

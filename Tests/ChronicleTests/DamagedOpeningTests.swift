@@ -71,15 +71,19 @@ struct DamagedOpeningTests {
     }
 
     /// Every key record deleted (`dk/`, `dk.travel/`, `dk.active`) while the log still holds the
-    /// chain-key record and sealed, authenticated events: the member's opening refuses instead of
-    /// minting a new key over the log; with `chain.key` deleted too, the same.
-    @Test(arguments: [false, true])
-    func deletedKeyRecordsAreRefusedByTheMembersOpening(alsoForgetChainKey: Bool) throws {
+    /// chain-key record and sealed, authenticated events: every opening refuses (the member's
+    /// used to mint a new key over the log), since `meta` names a chain key whose record is gone;
+    /// with `chain.key` deleted too, because the log holds a chain-key record. Only `dk.active`
+    /// deleted: the member's opening refuses, its key source opening a record that is there.
+    @Test(arguments: [(records: true, chainKey: false), (records: true, chainKey: true), (records: false, chainKey: false)])
+    func deletedKeyRecordsAreRefused(deleted: (records: Bool, chainKey: Bool)) throws {
         try withDamagedMemberStore({ store in
-            try deleteKeyRecords(store)
-            if alsoForgetChainKey { try deleteMeta(store, MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC) }
+            if deleted.records { try deleteKeyRecords(store) } else { try deleteMeta(store, MetaKey.activeKey) }
+            if deleted.chainKey { try deleteMeta(store, MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC) }
         }) { directory, before in
-            expectRefused(directory, passphraseConfiguration("owner"), entry: alsoForgetChainKey ? "chain.key" : "dk.active", before: before)
+            let entry = deleted.chainKey ? "chain.key" : deleted.records ? "dk/" : "dk.active"
+            expectRefused(directory, passphraseConfiguration("owner"), entry: entry, before: before)
+            if deleted.records && !deleted.chainKey { expectRefused(directory, .init(), entry: entry, before: before) }
         }
     }
 
