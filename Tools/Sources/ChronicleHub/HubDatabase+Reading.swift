@@ -121,8 +121,11 @@ extension HubDatabase {
         var bodies: [[UInt8]] = []
         if !asked.isEmpty {
             // Each identity's smallest body first, then each one's next: a body a token holder
-            // padded to the bound cannot crowd the genuine one out of the answer.
-            let rows = try await client.query(
+            // padded to the bound cannot crowd the genuine one out of the answer. Bounded in
+            // time (`eventRequestTimeout`): one tenant's bodies cannot hold a connection for long.
+            bodies = try await transaction { connection in
+                try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(Self.eventRequestTimeoutMilliseconds))", logger: logger)
+                let rows = try await connection.query(
                 """
                 SELECT body FROM (
                     SELECT body, rank, position, sum(length) OVER (ORDER BY rank, position) - length AS before
@@ -134,7 +137,10 @@ extension HubDatabase {
                         WHERE e.tenant_id = \(tenant)) ranked) s
                 WHERE before < \(Self.pullBytes) ORDER BY rank, position
                 """, logger: logger)
-            for try await body in rows.decode(ByteBuffer.self) { bodies.append(Array(buffer: body)) }
+                var bodies: [[UInt8]] = []
+                for try await body in rows.decode(ByteBuffer.self) { bodies.append(Array(buffer: body)) }
+                return bodies
+            }
         }
         let head = UInt64(max(0, storedHead))
         let headChain = Array(buffer: chain)

@@ -39,6 +39,9 @@ public final class HubDatabase: Sendable {
     static let scanLimit = 4_096
     /// About how many bytes of events one pull returns at most.
     static let pullBytes = 1 << 20
+    /// The longest the statement answering a request for events by identity may run (PostgreSQL's
+    /// `statement_timeout`, set for that transaction only): past it the request gets 503.
+    static let eventRequestTimeoutMilliseconds = 5_000
     /// The channel the hub's nodes notify on: the payload is the tenant id.
     static let channel = "chronicle_hub"
     /// The most tokens a node remembers (``device(token:)``).

@@ -10,10 +10,12 @@ enum HubRefusal: Error, CustomStringConvertible {
     case invalidName(String)
     /// A token revoked (or its tenant removed) since this node last served it (401).
     case revokedToken
+    /// The tenant has as many requests of a kind running on this node as it may (503, retry).
+    case busy(String)
 
     var description: String {
         switch self {
-        case let .quotaExceeded(text), let .invalidName(text): text
+        case let .quotaExceeded(text), let .invalidName(text), let .busy(text): text
         case let .unknownTenant(name): "no tenant named \(name)"
         case .revokedToken: HubBackend.refusal
         }
@@ -25,6 +27,7 @@ enum HubRefusal: Error, CustomStringConvertible {
         case let .invalidName(text): HTTPError(.badRequest, message: text)
         case let .unknownTenant(name): HTTPError(.notFound, message: "no tenant named \(name)")
         case .revokedToken: HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: HubBackend.refusal)
+        case let .busy(text): HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"], message: text)
         }
     }
 }

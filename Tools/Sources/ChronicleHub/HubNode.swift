@@ -85,6 +85,8 @@ public struct HubNode: Sendable {
     public var logger: Logger
     let metrics: HubMetrics
     let notifier: HubNotifier
+    /// Each tenant's share of this node's requests for events by identity.
+    let readLimit = TenantReadLimit()
 
     /// What `/metrics` serves (the backend's text format), or `nil`: 404. `chronicle hub serve`
     /// sets it to its Prometheus registry's output.
@@ -195,7 +197,8 @@ public struct HubNode: Sendable {
         let router = Router(context: SyncContext<HubBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
         router.add(middleware: HubErrorMiddleware(metrics: metrics, logger: logger))
-        let backend = HubBackend(database: database, metrics: metrics, notifier: notifier, maxWait: Int(maxWait.components.seconds))
+        let backend = HubBackend(
+            database: database, metrics: metrics, notifier: notifier, readLimit: readLimit, maxWait: Int(maxWait.components.seconds))
         SyncRoutes.install(
             on: router, backend: backend, refusal: HubBackend.refusal, maxBodySize: maxBodySize,
             budget: BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 4, maxBodySize), minimumRate: minimumBodyRate),
@@ -217,6 +220,7 @@ struct HubBackend: SyncBackend {
     let database: HubDatabase
     let metrics: HubMetrics
     let notifier: HubNotifier
+    let readLimit: TenantReadLimit
     /// The longest a long-poll is held, in seconds.
     let maxWait: Int
     /// What a refused token is told, at the start of a request or after a long-poll's wait.
@@ -248,7 +252,7 @@ struct HubBackend: SyncBackend {
     }
 
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
-        let result = try await database.events(device: caller.device, identities)
+        let result = try await readLimit.run(tenant: caller.device.tenant) { try await database.events(device: caller.device, identities) }
         metrics.eventsServed.increment(by: Int64(result.events))
         return result.bytes
     }
