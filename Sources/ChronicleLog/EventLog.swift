@@ -95,9 +95,6 @@ package final class EventLog: Sendable {
             return self.commitGroup(groups)
         }
         self.committer.withLock { $0 = committer }
-        try historyIndex.reindexHistoryIfAnEarlierBuildWrote()
-        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
-        sweeper.sweepIfDue()  // a first pass over every key: garbage of earlier builds or other processes
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in
@@ -108,6 +105,25 @@ package final class EventLog: Sendable {
             }
             flushTask.withLock { $0 = task }
         }
+    }
+
+    /// Whether the opening's maintenance (``startMaintenance()``) ran.
+    private let maintained = Mutex(false)
+
+    /// The maintenance an opening does once the store is accepted: rebuilds a history index an
+    /// earlier build left, promotes held-back events whose time came, and starts a first pass of
+    /// the automatic compaction over every key (garbage of earlier builds or other processes).
+    /// The store runs it after its key source checked the head, so an opening that refuses a
+    /// damaged store has written nothing; later openings in the process find it done.
+    package func startMaintenance() throws {
+        let first = maintained.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        try historyIndex.reindexHistoryIfAnEarlierBuildWrote()
+        if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
+        sweeper.sweepIfDue()
     }
 
     /// Refuses a keyed log whose `meta` lost its chain key (see `LogMeta.refuseForgottenChainKey`):

@@ -100,7 +100,7 @@ package struct KeyRecords: Sendable {
 
     /// Keys the hash chain with data key `id` when it is not keyed yet (see ``keyChain(with:dataKey:_:_:)``).
     package func keyChain(with id: KeyID, dataKey: SecureBytes) throws {
-        _ = try writeKeyRecords { txn, head in try keyChain(with: id, dataKey: dataKey, txn, &head) }
+        _ = try writeKeyRecords { txn, head in try keyChain(with: id, dataKey: dataKey, creatingKey: false, txn, &head) }
     }
 
     /// The key `sealer` seals and authenticates with in this transaction: the active key, or a
@@ -110,9 +110,29 @@ package struct KeyRecords: Sendable {
         if let created = key.created {
             try putWrappedKey(created, txn)
             try setActiveKeyID(key.id, txn)
-            try keyChain(with: key.id, dataKey: key.key, txn, &head)
+            try keyChain(with: key.id, dataKey: key.key, creatingKey: true, txn, &head)
         }
         return key
+    }
+
+    /// Whether the log shows that this store held a key of its own: a chain-key record, or an
+    /// event of this replica that is sealed or carries an authenticator (a relay, which never
+    /// made a key, has neither).
+    package func logShowsAKeyOfItsOwn() throws -> Bool {
+        try readKeyRecords { txn in
+            if try LogMeta.firstChainKeyRecord(txn, dbs) != nil { return true }
+            let own = log.replica
+            var found = false
+            try txn.scanInPlace(dbs.events) { _, value in
+                guard value.first == RecordKind.event.rawValue, value.count > 1 + LogRecord.hashLength else { return true }
+                let body = UnsafeRawBufferPointer(rebasing: value[1..<(value.count - LogRecord.hashLength)])
+                if case let .success(.event(event)) = Event.parse(body), event.replica == own, event.sealed || event.authenticator != nil {
+                    found = true
+                }
+                return !found
+            }
+            return found
+        }
     }
 
     /// Checks the head MAC with the installed chain key (see ``LogHead/checkMAC(_:_:keys:)``).
@@ -162,11 +182,25 @@ package struct KeyRecords: Sendable {
     /// sequence and hash), else a cut or forged log would be signed. That is one read of the log,
     /// once in a store's life (its first data key, or a store keyed by format 1 after its first events).
     /// - Throws: `.corruptMeta("chain.key", …)`, `.corruptRecord` or `.corruptMeta("seq"/"chain", …)`; nothing is written.
+    ///
+    /// Events this replica authenticated, or sealed before this store had a key (`creatingKey`),
+    /// cannot sit in a chain never keyed: they were written while it held a key, so its key
+    /// records or its chain-key record were deleted (a store keyed by format 1 after its first
+    /// events did seal its own events in an unkeyed chain, and keys it with `creatingKey` false).
     @discardableResult
-    func keyChain(with id: KeyID, dataKey: SecureBytes, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
+    func keyChain(
+        with id: KeyID, dataKey: SecureBytes, creatingKey: Bool, _ txn: borrowing Transaction, _ head: inout LogHead
+    ) throws -> Bool {
         guard head.chainKeyID == nil else { return false }
         if let sequence = try LogMeta.firstChainKeyRecord(txn, dbs) { throw LogMeta.forgottenChainKey(at: sequence) }
-        let replay = try log.replayer.replayLog(txn) { _, _ in }
+        let own = log.replica
+        let replay = try log.replayer.replayLog(txn) { sequence, event in
+            guard event.replica == own, event.authenticator != nil || (creatingKey && event.sealed) else { return }
+            throw ChronicleError.corruptRecord(
+                sequence: sequence,
+                reason: "this replica \(event.authenticator != nil ? "authenticated" : "sealed") this event, so it held a data key, yet its "
+                    + "chain was never keyed: the store's key records or its chain-key record were deleted. Nothing was written")
+        }
         guard replay.covered == head.sequence, replay.chain == head.chain else {
             throw ChronicleError.corruptMeta(
                 entry: replay.covered == head.sequence ? "chain" : "seq",

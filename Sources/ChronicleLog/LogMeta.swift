@@ -42,18 +42,31 @@ enum LogMeta {
         return replica
     }
 
-    /// Refuses a keyed log whose `meta` lost its chain key, or the chain key's record: the log, not `meta`, says whether the
-    /// chain is keyed, and with no chain key named no head MAC would be checked (a cut tail would
-    /// verify). Runs before an opening writes anything. A healthy store pays a few `meta` reads:
-    /// the log is read only when `meta` names no chain key while it shows that the store was keyed
-    /// (an active data key, a head MAC, `chain.inlog`), which a healthy store shows only once, at the
-    /// first opening by this version of a store of format 1 keyed after its first events.
+    /// Refuses a keyed log whose `meta` lost what says how it is keyed: the log, not `meta`, says
+    /// whether the chain is keyed, and with no chain key named (or the log read as one keyed by
+    /// format 1) no head MAC would be checked, so a cut tail would verify. Runs before an opening
+    /// writes anything. A healthy store pays a few `meta` reads: the log is read only when `meta`
+    /// shows both keying and its absence (no chain key but an active data key, a head MAC or
+    /// `chain.inlog`; a chain key but neither `chain.inlog` nor a head MAC), which a healthy store
+    /// shows only until this version first writes to a store of format 1.
     /// - Throws: `.corruptMeta("chain.key", …)` naming the log's first chain-key record;
+    ///   `.corruptMeta("chain.inlog", …)` for a log with such a record read as format 1;
     ///   `.corruptMeta("dk/", …)` when `meta` names a chain key whose record is gone.
     static func refuseForgottenChainKey(_ txn: borrowing Transaction, _ dbs: Databases) throws {
         if let named = try txn.get(dbs.meta, key: MetaKey.chainKey) {
             // The chain key is a data key of this store's own, whose record no build deletes.
             let id = try KeyID(metaEntry: "chain key", named)
+            if try txn.get(dbs.meta, key: MetaKey.chainInLog) == nil, try txn.get(dbs.meta, key: MetaKey.headMAC) == nil,
+                let sequence = try firstChainKeyRecord(txn, dbs)
+            {
+                // Read as a store keyed by format 1 (keyed from record 1, its head MAC written at its
+                // next write), a log with a chain-key record would go unchecked: a cut tail of a
+                // member's log, whose chain-key record is record 1, verifies that way.
+                throw ChronicleError.corruptMeta(
+                    entry: "chain.inlog",
+                    reason: "the log holds a chain-key record (record \(sequence)), but meta has neither chain.inlog nor a head MAC, as only a "
+                        + "store keyed by format 1 has: the entries were deleted, so the head could have been cut unseen. Nothing was written")
+            }
             guard try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) == nil else { return }
             throw ChronicleError.corruptMeta(
                 entry: "dk/",

@@ -63,9 +63,20 @@ struct DamagedOpeningTests {
     }
 
     /// The same cut with `chain.key` kept: the opening with the key checks the head MAC and refuses
-    /// (it used to open, and only the next write or `verify` noticed).
-    @Test func aCutTailIsRefusedByAnOpeningWithTheKey() throws {
-        try withDamagedMemberStore({ store in try cutTail(store) }) { directory, before in
+    /// (it used to open, and only the next write or `verify` noticed). A row in the legacy
+    /// `history` database and a held-back event whose time came give the opening maintenance to
+    /// do; it runs only once the store is accepted, so the refused opening writes nothing.
+    @Test(arguments: [false, true])
+    func aCutTailIsRefusedByAnOpeningWithTheKey(withMaintenanceDue: Bool) throws {
+        try withDamagedMemberStore({ store in
+            try cutTail(store)
+            guard withMaintenanceDue else { return }
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.legacyHistory, key: HistoryKey.prefix(domain: .defaults, name: Self.value.name) + UInt64(2).bigEndianBytes, value: [])
+                try txn.put(eventLog.dbs.deferred, key: UInt64(1 << 16).bigEndianBytes + UInt64(2).bigEndianBytes, value: [])
+            }
+        }) { directory, before in
             expectRefused(directory, passphraseConfiguration("owner"), entry: "head.mac", before: before)
         }
     }
@@ -109,6 +120,54 @@ struct DamagedOpeningTests {
     @Test func aMembersLogRechainedWithoutTheKeyIsRefused() throws {
         try withDamagedMemberStore({ store in try rechainWithoutKey(store) }) { directory, before in
             expectRefused(directory, passphraseConfiguration("owner"), entry: "chain.key", before: before)
+        }
+    }
+
+    /// A member's cut tail with `head.mac` and `chain.inlog` deleted reads as a store keyed by
+    /// format 1 (keyed from record 1, which a member's chain-key record is, its MAC written at its
+    /// next write): every hash verifies and no MAC is checked. Every opening refuses it, since
+    /// its log holds a chain-key record.
+    @Test func aCutTailMadeToLookLikeFormatOneIsRefused() throws {
+        try withDamagedMemberStore({ store in
+            try cutTail(store)
+            try deleteMeta(store, MetaKey.headMAC, MetaKey.chainInLog)
+        }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: "chain.inlog", before: before)
+            expectRefused(directory, .init(), entry: "chain.inlog", before: before)
+        }
+    }
+
+    /// A store without a key source with a secret: its log re-chained unkeyed (the chain-key
+    /// record dropped, a value changed), its key records kept. It looks like a store keyed by
+    /// format 1 after its first events, which an opening keys from there on; but its key was made
+    /// by a build that keys the chain when it makes a key (the key's creation time is
+    /// authenticated), so the opening refuses instead of signing the forgery.
+    @Test func aDefaultStoresLogRechainedWithoutTheKeyIsRefused() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plain = Key<String>("damaged.plain", default: "")
+        do {
+            let store = try Store(directory: directory)
+            try store.set("genuine", for: plain)
+            try store.set("s3cr3t", for: .apiToken)
+            try rechainWithoutKey(store) { events in
+                if let index = events.firstIndex(where: { $0.key == plain.name }) { events[index].payload = Array("forged".utf8) }
+            }
+            try store.rebuildViews()
+        }
+        let before = try Data(contentsOf: directory.appendingPathComponent("data.mdb"))
+        expectRefused(directory, .init(), entry: "chain.key", before: before)
+    }
+
+    /// Every key record of a member deleted and its log re-chained unkeyed, authenticators kept:
+    /// the member's opening would make a first key and key the chain afresh. Its own events carry
+    /// authenticators, so it held a key: the opening refuses, naming the first such event.
+    @Test func aMemberWhoseKeyRecordsAndChainWereRewrittenIsRefused() throws {
+        try withDamagedMemberStore({ store in
+            try rechainWithoutKey(store)
+            try deleteKeyRecords(store)
+        }) { directory, before in
+            expectRefused(directory, passphraseConfiguration("owner"), entry: nil, before: before)
         }
     }
 

@@ -3,6 +3,7 @@
 import ChronicleLMDB
 import ChronicleSodium
 import Foundation
+import Testing
 
 /// Rewrites the whole log without a key, as someone with a hex editor and no key would:
 /// drops the chain-key record, renumbers, re-chains, and edits `meta` to match.
@@ -64,4 +65,19 @@ func rewriteWithChainKey(_ store: Store, edit: (inout Event) -> Void) throws {
         head.chain = chain
         try head.write(txn, eventLog.dbs, chainKey: try eventLog.chainKeys.key(head.chainKeyID))
     }
+}
+
+/// Wraps the store's active data key again with a creation time before builds keyed the chain
+/// when they made a key: what a store written by format 1 holds (its key's creation time is
+/// authenticated by the wrap, so only the key's holder can make this fixture).
+func backdateActiveKey(_ store: Store) throws {
+    let keyring = try store.crypto.get()
+    let records = try store.eventLog.keyRecords
+    let active = try #require(try records.activeAndChainKeyIDs().active)
+    let key = try keyring.dataKey(active)
+    let wrapping = try keyring.wrappingKey(for: keyring.sourceValue, reusing: nil)
+    let record = try WrappedKey.wrap(
+        key, id: active, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
+        created: Keyring.chainKeyedAtKeyCreationSince - 86_400_000, kek: wrapping.kek)
+    try records.putWrappedKeys([record])
 }

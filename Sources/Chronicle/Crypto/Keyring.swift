@@ -143,6 +143,11 @@ final class Keyring: EventSealer {
         }
     }
 
+    /// Unix ms from which every build keys the hash chain in the transaction that makes a store's
+    /// first data key (2026-11-22T16:07:37Z, the first build with chain-key records): a key made
+    /// since then never belongs to a store whose chain was keyed later (docs/FORMAT.md 4.2).
+    static let chainKeyedAtKeyCreationSince: UInt64 = 1_795_363_657_000
+
     /// Checks that the active key unwraps (or creates the first key) and installs the chain key.
     private func prepare(create: Bool) throws {
         let (active, chainKeyID) = try keyRecords.activeAndChainKeyIDs()
@@ -158,7 +163,17 @@ final class Keyring: EventSealer {
                             + "key: the log was re-chained or meta edited without the key. Nothing was written")
                 }
                 // A store keyed by format 1 after its first events (every `Store.standard` with a
-                // secret) never got a keyed chain: key it from here on (after verifying it).
+                // secret) never got a keyed chain: key it from here on (after verifying it). Only a
+                // key made before builds keyed the chain when they make a key can be such a store's
+                // (its creation time is authenticated by the key's wrap): a later one's log was
+                // re-chained without the key.
+                if let record = try keyRecords.wrappedKey(active), record.created >= Self.chainKeyedAtKeyCreationSince {
+                    throw ChronicleError.corruptMeta(
+                        entry: "chain.key",
+                        reason: "this store's data key \(active) was made by a build that keys the chain when it makes a key, but "
+                            + "meta names no chain key and the log holds no chain-key record: the log was re-chained without the key. "
+                            + "Nothing was written")
+                }
                 try keyRecords.keyChain(with: active, dataKey: key)
             }
         } else if create {
@@ -196,6 +211,15 @@ final class Keyring: EventSealer {
         }
         for record in try keyRecords.wrappedKeys() {
             guard (try? unwrap(record)) != nil else { continue }
+            if try !keyRecords.logShowsAKeyOfItsOwn() {
+                // Nothing in the log says the store made a key of its own, as for a relay (a store
+                // used without the key source) that received the group's key records; or its files
+                // were rewritten without the key. Neither is opened as a member.
+                throw ChronicleError.invalidArgument(
+                    "this store holds the group's key records, but nothing in its log shows a key of its own: it was used without its "
+                        + "key source (a relay), or its files were rewritten without the key. A relay that becomes a member starts in a "
+                        + "new directory and syncs; `chronicle verify` looks for damage. Nothing was written")
+            }
             throw ChronicleError.corruptMeta(
                 entry: "dk.active",
                 reason: "this store holds data key \(record.id), which its key source opens, but no active key: meta was edited or "

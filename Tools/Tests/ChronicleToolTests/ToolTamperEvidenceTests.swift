@@ -56,6 +56,16 @@ struct ToolTamperEvidenceTests {
         }
     }
 
+    /// The cut with `head.mac` and `chain.inlog` deleted: read as a store keyed by format 1, whose
+    /// MAC comes with its next write, the cut verified and the next `set` signed it. Refused.
+    @Test func aCutTailMadeToLookLikeFormatOneIsRefused() async throws {
+        try await withForgedMemberStore([["cut-tail"], ["forget", "head.mac", "chain.inlog"]]) { directory, passphraseFile, before in
+            let set = try await runChronicle(["set", "tamper.other", "x", "--store", directory.path, "--passphrase-file", passphraseFile.path])
+            #expect(set.status == 2 && set.stderr.contains("chain.inlog"), "set: \(set.status) \(set.stderr)")
+            try await expectVerifyFails(directory, passphraseFile, naming: "chain.inlog", before: before)
+        }
+    }
+
     /// The same cut with `meta` untouched: the head MAC does not verify.
     @Test func aCutTailIsRefused() async throws {
         try await withForgedMemberStore([["cut-tail"]]) { directory, passphraseFile, before in
