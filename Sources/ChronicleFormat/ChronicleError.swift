@@ -99,7 +99,7 @@ public enum ChronicleError: Error, Sendable, Equatable, CustomStringConvertible,
     /// Whether the error reports damage found in the store's files: a record, a view entry, a
     /// `meta` entry or a key record that was altered, deleted or corrupted, or a sealed record
     /// that failed authentication. A store refuses to open (or to go on) over damage rather than
-    /// write over it; `chronicle verify` says where it is, and `chronicle replay --into DIR` copies
+    /// write over it; `chronicle verify` says where it is, and `chronicle salvage --into DIR` copies
     /// what verifies. Every other case is a failure to do something, not a finding about the files.
     ///
     /// ```swift

@@ -85,7 +85,9 @@ package final class EventLog: Sendable {
         self.dbs = dbs
         driftGuard = DriftGuard(milliseconds: UnixMilliseconds.of(configuration.maxClockDrift), dbs: dbs)
         writer = ReplicaID.random()
-        try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }  // before anything is written (see below)
+        if !configuration.salvage {
+            try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }  // before anything is written (see below)
+        }
         (replica, defaultRetention) = try environment.write { txn in
             (try LogMeta.prepare(txn, dbs, directory: directory), try LogMeta.defaultRetention(txn, dbs, configured: configuration.retention))
         }
@@ -124,6 +126,14 @@ package final class EventLog: Sendable {
         try historyIndex.reindexHistoryIfAnEarlierBuildWrote()
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
         sweeper.sweepIfDue()
+    }
+
+    /// Copies the data file of the store in `directory` into the empty directory `target`, as a
+    /// consistent snapshot (`mdb_env_copy2`), writing nothing to the store: what a salvage opens
+    /// instead of a damaged store. The store must not be open in this process.
+    package static func snapshot(directory: String, into target: String) throws {
+        let environment = try Environment(path: directory)
+        try environment.copy(to: target, compact: false)
     }
 
     /// Refuses a keyed log whose `meta` lost its chain key (see `LogMeta.refuseForgottenChainKey`):

@@ -86,7 +86,7 @@ enum LogMeta {
             entry: "chain.key",
             reason: "the log's chain is keyed from record \(sequence), but meta names no chain key (the entry was deleted), so the head "
                 + "could have been cut or edited unseen. Nothing was written; `chronicle verify` with the key says more, and "
-                + "`chronicle replay --into DIR` copies what verifies")
+                + "`chronicle salvage --into DIR` copies what verifies into a new store")
     }
 
     /// The sequence of the log's first chain-key record, if it holds one.

@@ -17,11 +17,15 @@ package struct LogOptions: Sendable {
     /// How many revisions a key keeps when it declared none (see ``Retention``), recorded in the
     /// store; `nil`: the one the store records, else ``Retention/standard``.
     package var retention: Retention?
+    /// Opens a snapshot of a damaged store to salvage it: the opening's refusals are skipped.
+    package var salvage: Bool
 
     package init(
-        initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability, retention: Retention? = nil
+        initialMapSize: Int, maxClockDrift: Duration, maxValueSize: Int, logger: Logger, durability: Durability, retention: Retention? = nil,
+        salvage: Bool = false
     ) {
         self.retention = retention
+        self.salvage = salvage
         self.initialMapSize = initialMapSize
         self.maxClockDrift = maxClockDrift
         self.maxValueSize = maxValueSize

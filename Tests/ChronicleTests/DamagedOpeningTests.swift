@@ -1,4 +1,4 @@
-@testable import Chronicle
+@_spi(Tools) @testable import Chronicle
 @testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleTesting
@@ -168,6 +168,50 @@ struct DamagedOpeningTests {
             try deleteKeyRecords(store)
         }) { directory, before in
             expectRefused(directory, passphraseConfiguration("owner"), entry: nil, before: before)
+        }
+    }
+
+    /// The explicit repair: a salvage copies what verifies of a refused store into a new store,
+    /// writing nothing to the damaged one. A cut tail with the chain key forgotten: the copy holds
+    /// the log as the cut left it (what the cut took is not there), verifies, and opens.
+    @Test func aRefusedStoreIsSalvagedIntoANewStore() throws {
+        try withDamagedMemberStore({ store in
+            try cutTail(store)
+            try deleteMeta(store, MetaKey.chainKey)
+        }) { directory, before in
+            let target = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: target) }
+            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            #expect(!report.finding.isSound)
+            #expect(report.finding.firstProblem.map { "\($0)" }?.contains("chain.key") == true)
+            #expect(try Data(contentsOf: directory.appendingPathComponent("data.mdb")) == before, "the salvage wrote to the damaged store")
+            let copy = report.copy
+            #expect(try copy.verify().isSound)
+            #expect(copy[Self.value] == "b", "the copy holds the log as the cut left it")
+            try copy.set("d", for: Self.value)
+            #expect(try copy.verify().isSound)
+        }
+    }
+
+    /// A forged gap (the first record that does not verify): the copy stops before it.
+    @Test func aSalvageStopsBeforeTheFirstRecordThatDoesNotVerify() throws {
+        try withDamagedMemberStore({ store in
+            let eventLog = try store.eventLog
+            try eventLog.environment.write { txn in
+                let last = try LogHead.read(txn, eventLog.dbs).sequence
+                let record = try LogRecord(decoding: try #require(try txn.get(eventLog.dbs.events, key: last.bigEndianBytes)), sequence: last)
+                var altered = record
+                altered.body[altered.body.count - 40] ^= 1  // inside the event, under its keyed hash
+                try txn.put(eventLog.dbs.events, key: last.bigEndianBytes, value: altered.encoded())
+            }
+        }) { directory, _ in
+            let target = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: target) }
+            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            let bad = try #require(report.finding.firstBadSequence)
+            #expect(report.copiedThrough == bad - 1)
+            #expect(try report.copy.verify().isSound)
+            #expect(report.copy[Self.value] == "b")
         }
     }
 

@@ -116,6 +116,8 @@ final class Keyring: EventSealer {
         var keyDerivationCost: KeyDerivationCost
         var travelKeyCost: KeyDerivationCost
         var maxReceivedKeyDerivationsPerMinute: Int
+        /// A salvage: unwrap what opens and install the chain keys, check and make nothing.
+        var salvage = false
     }
 
     /// Opens the keyring of a log's key records with the configured key source.
@@ -136,10 +138,22 @@ final class Keyring: EventSealer {
                 keyRecords: keyRecords, source: source, isMember: configuration.keySource != nil,
                 travelLimits: configuration.travelKeyCost.limits,
                 receivedDerivationsPerMinute: max(1, configuration.maxReceivedKeyDerivationsPerMinute))
-            try keyring.prepare(create: configuration.keySource != nil)
+            if configuration.salvage {
+                keyring.installChainKeysThatOpen()
+            } else {
+                try keyring.prepare(create: configuration.keySource != nil)
+            }
             return .success(keyring)
         } catch {
             return .failure(ChronicleError.wrap(error))
+        }
+    }
+
+    /// Unwraps every key record the key source opens and installs its chain key, checking and
+    /// writing nothing: a salvage reads a damaged log with whatever keys still open.
+    private func installChainKeysThatOpen() {
+        for record in (try? keyRecords.wrappedKeys()) ?? [] {
+            if let key = try? dataKey(record.id) { keyRecords.chainKeys.install(id: record.id, from: key) }
         }
     }
 

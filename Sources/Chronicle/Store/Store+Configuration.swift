@@ -51,6 +51,9 @@ extension Store {
         /// open that sets none applies the app's. `nil` (the default): the one the store
         /// remembers, else ``Retention/standard``, the newest 100.
         public var retention: Retention?
+        /// Opened by ``Store/salvage(directory:into:configuration:)``: no refusal, no maintenance,
+        /// no key made (a snapshot of a damaged store, never the store itself).
+        var salvage = false
 
         /// Creates a configuration.
         public init(
@@ -80,7 +83,7 @@ extension Store.Configuration {
     var logOptions: LogOptions {
         LogOptions(
             initialMapSize: initialMapSize, maxClockDrift: maxClockDrift, maxValueSize: maxValueSize, logger: logger, durability: durability,
-            retention: retention)
+            retention: retention, salvage: salvage)
     }
 }
 
@@ -89,6 +92,6 @@ extension Store.Configuration {
     var keyringOptions: Keyring.Options {
         Keyring.Options(
             keySource: keySource, keyDerivationCost: keyDerivationCost, travelKeyCost: travelKeyCost,
-            maxReceivedKeyDerivationsPerMinute: maxReceivedKeyDerivationsPerMinute)
+            maxReceivedKeyDerivationsPerMinute: maxReceivedKeyDerivationsPerMinute, salvage: salvage)
     }
 }

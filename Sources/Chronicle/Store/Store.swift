@@ -61,7 +61,7 @@ public final class Store: Sendable {
         // but damage found in the files (a head MAC that does not verify) refuses it either way.
         if case let .failure(error) = crypto, configuration.keySource != nil || error.isDamage { throw error }
         // Accepted: the opening's maintenance may write now (nothing was written before the checks).
-        try mappingErrors { try lease.eventLog.startMaintenance() }
+        if !configuration.salvage { try mappingErrors { try lease.eventLog.startMaintenance() } }
     }
 
     /// A store that failed to open: reads give defaults, throwing calls throw `error`.

@@ -30,7 +30,8 @@ struct ChronicleCommand: AsyncParsableCommand {
         version: chronicleVersion,
         subcommands: [
             Demo.self, Log.self, Replay.self, Get.self, SetValue.self, Remove.self, KeysCommand.self, Verify.self,
-            Export.self, Import.self, ImportPlist.self, Serve.self, Sync.self, Compact.self, PurgeHistory.self, Stats.self, Quarantine.self,
+            Export.self, Import.self, ImportPlist.self, Serve.self, Sync.self, Compact.self, PurgeHistory.self, Salvage.self, Stats.self,
+            Quarantine.self,
             Hub.self,
         ]
     )

@@ -116,6 +116,23 @@ struct ToolTamperEvidenceTests {
         }
     }
 
+    /// The explicit repair over the tool: `chronicle salvage` copies what verifies of a refused
+    /// store into a new directory, writing nothing to the damaged one; the copy verifies and works.
+    @Test func aRefusedStoreIsSalvaged() async throws {
+        try await withForgedMemberStore([["cut-tail"], ["forget", "chain.key"]]) { directory, passphraseFile, before in
+            let target = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: target) }
+            let salvage = try await runChronicle(["salvage", "--store", directory.path, "--into", target.path, "--passphrase-file", passphraseFile.path])
+            #expect(salvage.status == 0, "salvage: \(salvage.status) \(salvage.stderr)")
+            #expect(salvage.stderr.contains("chain.key") && salvage.stdout.contains("through sequence 3"), "\(salvage.stdout) \(salvage.stderr)")
+            #expect(try Data(contentsOf: directory.appendingPathComponent("data.mdb")) == before, "the salvage wrote to the damaged store")
+            let verify = try await runChronicle(["verify", "--store", target.path, "--passphrase-file", passphraseFile.path])
+            #expect(verify.status == 0, "the salvaged copy does not verify: \(verify.stderr)")
+            let get = try await runChronicle(["get", "tamper.value", "--store", target.path, "--passphrase-file", passphraseFile.path])
+            #expect(get.stdout.contains("b"), "\(get.stdout)")
+        }
+    }
+
     /// Control: the forger re-chains a plain store (no key, nothing changed) exactly as the tool
     /// hashes, so the refusals above are the tool's, not a broken forger's.
     @Test func theForgerHashesAsTheDocumentSays() async throws {
