@@ -15,6 +15,8 @@ scripts/install-deps.sh
 echo "== core: build and tests =="
 swift build --build-tests
 swift test --skip-build
+# A test that lowers the process's address-space limit runs alone, in a process of its own.
+CHRONICLE_RLIMIT_TESTS=1 swift test --skip-build --filter UnopenedKeyRecordTests
 
 echo "== the layers: who imports whom =="
 scripts/check-layers.sh
