@@ -45,6 +45,24 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
     private struct Queue: ~Copyable {
         var pending: [Ticket] = []
         var leading = false
+        /// Waiting for the number of pending requests to meet a condition (``waitUntilQueued(_:)``).
+        var watchers: [Watcher] = []
+
+        /// The pending requests changed: wakes the watchers whose condition holds now.
+        mutating func changed() {
+            guard !watchers.isEmpty else { return }
+            let count = pending.count
+            watchers.removeAll { watcher in
+                guard watcher.condition(count) else { return false }
+                watcher.met.signal()
+                return true
+            }
+        }
+    }
+
+    private struct Watcher: Sendable {
+        let condition: @Sendable (Int) -> Bool
+        let met: DispatchSemaphore
     }
 
     private let queue = Mutex(Queue())
@@ -63,6 +81,19 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
 
     /// The number of requests waiting for a group (for tests and diagnostics).
     package var queuedCount: Int { queue.withLock { $0.pending.count } }
+
+    /// Blocks until the number of requests waiting for a group meets `condition` (at once when it
+    /// does already): what a test waits on instead of polling ``queuedCount``. Woken by the change
+    /// itself, under the queue's lock, so no change is missed.
+    package func waitUntilQueued(_ condition: @escaping @Sendable (Int) -> Bool) {
+        let met = DispatchSemaphore(value: 0)
+        let already = queue.withLock { queue -> Bool in
+            if condition(queue.pending.count) { return true }
+            queue.watchers.append(Watcher(condition: condition, met: met))
+            return false
+        }
+        if !already { met.wait() }
+    }
 
     /// Runs `request` in the next group and returns its result, blocking the calling thread.
     package func submit(_ request: Request) throws -> Output {
@@ -124,6 +155,7 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
     private func append(_ ticket: Ticket) -> Bool {
         queue.withLock { queue in
             queue.pending.append(ticket)
+            queue.changed()
             if queue.leading { return false }
             queue.leading = true
             return true
@@ -143,6 +175,7 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
                 let count = min(queue.pending.count, maxGroup)
                 let group = Array(queue.pending.prefix(count))
                 queue.pending.removeFirst(count)
+                queue.changed()
                 return group
             }
             let results = run(group.map(\.request))

@@ -40,12 +40,16 @@ struct ConcurrencyTests {
         // The first group blocks until seven more callers are queued; they must all share the second group.
         let groups = Mutex<[[Int]]>([])
         let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
         let committer = GroupCommitter<Int, Int>(maxGroup: 64) { requests in
             let first = groups.withLock { groups in
                 groups.append(requests)
                 return groups.count == 1
             }
-            if first { release.wait() }
+            if first {
+                started.signal()
+                release.wait()
+            }
             return requests.map { .success($0 * 10) }
         }
         let results = Mutex<[Int]>([])
@@ -54,7 +58,7 @@ struct ConcurrencyTests {
             let value = (try? committer.submit(0)) ?? -1
             results.withLock { $0.append(value) }
         }
-        while groups.withLock({ $0.count }) == 0 { usleep(1000) }
+        started.wait()  // the first group runs, blocked
         for i in 1...7 {
             DispatchQueue.global().async(group: done) {
                 let value = (try? committer.submit(i)) ?? -1
@@ -62,7 +66,7 @@ struct ConcurrencyTests {
             }
         }
         // Wait until the seven are queued behind the blocked leader, then let it finish.
-        while committer.queuedCount < 7 { usleep(1000) }
+        committer.waitUntilQueued { $0 >= 7 }
         release.signal()
         done.wait()
         #expect(results.withLock { $0.sorted() } == [0, 10, 20, 30, 40, 50, 60, 70])

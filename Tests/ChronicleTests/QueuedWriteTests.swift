@@ -100,7 +100,7 @@ import Glibc
             store[key] = Data(repeating: 2, count: 4 << 20)
             // Its leader starts on the committer's queue: wait until it has taken the change (and
             // waits for the lock), or the update could join its group and never show as queued.
-            while try store.eventLog.committer.withLock({ $0?.queuedCount }) != 0 { usleep(1_000) }
+            try #require(try store.eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }
             let outcome = Shared<String>("")
             let updated = DispatchSemaphore(value: 0)
             Thread {
@@ -112,7 +112,7 @@ import Glibc
                 }
                 updated.signal()
             }.start()
-            while try store.eventLog.committer.withLock({ $0?.queuedCount }) == 0 { usleep(1_000) }  // the update is queued behind it
+            try #require(try store.eventLog.committer.withLock { $0 }).waitUntilQueued { $0 > 0 }  // the update is queued behind it
             hold.release.signal()
             hold.done.wait()
             try #require(updated.wait(timeout: .now() + 60) == .success, "the update hung")
@@ -250,7 +250,7 @@ import Glibc
                 // the completions of the 1,022 others run before its own (the window).
                 let hold = Self.holdWriteLock(eventLog)
                 a[Key<Int>("deaf.first.\(attempt)", default: 0)] = 1  // its leader waits for the lock
-                while eventLog.committer.withLock({ $0?.queuedCount }) != 0 { usleep(500) }
+                eventLog.committer.withLock { $0 }?.waitUntilQueued { $0 == 0 }
                 for i in 0..<1_021 { a[Key<Int>("deaf.other.\(attempt).\(i)", default: 0)] = i }
                 a[key] = "local"
                 hold.release.signal()
@@ -521,10 +521,10 @@ import Glibc
             try store.set(0, for: Key<Int>("marker.first", default: 0))
             let hold = Self.holdWriteLock(eventLog)
             store[Key<Int>("marker.queued", default: 0)] = 1  // its group waits for the lock
-            while eventLog.committer.withLock({ $0?.queuedCount }) != 0 { usleep(1_000) }  // taken by the leader
+            try #require(eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }  // taken by the leader
             let before = eventLog.lastTransactionID
             let flushed = Task { try await store.flush() }
-            while eventLog.committer.withLock({ $0?.queuedCount }) != 1 { usleep(1_000) }  // the flush's marker queued
+            try #require(eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 1 }  // the flush's marker queued
             hold.release.signal()
             hold.done.wait()
             try await flushed.value

@@ -62,7 +62,7 @@ extension HubTests {
                     socket.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(greedyToken)\r\n\r\n")
                     held.append(socket)
                     // Its answer: the connection now holds a token (or was refused its share).
-                    _ = await eventually(within: 5) {
+                    _ = await eventually(within: 120) {
                         var entry = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
                         return poll(&entry, 1, 0) > 0
                     }
@@ -75,7 +75,7 @@ extension HubTests {
             defer { newcomer.close() }
             newcomer.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(otherToken)\r\n\r\n")
             var answered = false
-            if await eventually(within: 5, {
+            if await eventually(within: 120, {
                 var entry = pollfd(fd: newcomer.descriptor, events: Int16(POLLIN), revents: 0)
                 return poll(&entry, 1, 0) > 0
             }) {
