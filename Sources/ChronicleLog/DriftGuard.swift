@@ -59,6 +59,21 @@ package final class DriftGuard: Sendable {
     }
 
     /// The sequences of every waiting event.
+    /// Every `deferred` row as `sequence → the HLC the row holds`, for `verify`, which checks each
+    /// against its event; a row that is not `HLC ‖ sequence` (16 bytes) is damage.
+    func waitingRows(_ txn: borrowing Transaction) throws -> [UInt64: UInt64] {
+        var rows: [UInt64: UInt64] = [:]
+        try txn.scan(dbs.deferred) { key, _ in
+            guard key.count == 16, let hlc = UInt64(bigEndianBytes: Array(key.prefix(8))), let sequence = UInt64(bigEndianBytes: Array(key.suffix(8)))
+            else {
+                throw ChronicleError.corruptRecord(sequence: 0, reason: "a drift-guard row of \(key.count) bytes (deferred): the database was edited")
+            }
+            rows[sequence] = hlc
+            return true
+        }
+        return rows
+    }
+
     func waiting(_ txn: borrowing Transaction) throws -> Set<UInt64> {
         var waiting = Set<UInt64>()
         try txn.scan(dbs.deferred) { key, _ in

@@ -77,6 +77,7 @@ extension Gaps {
             let before = try LogRecord(decoding: bytes, sequence: sequence - 1)
             if before.kind == .gap {
                 let gap = try Self.gap(before, at: sequence - 1)
+                try Self.checkMAC(gap, last: sequence - 1, chainAtLast: before.hash, key: macKey)
                 first = gap.first
                 chainBefore = gap.chainBefore
                 _ = try txn.delete(dbs.events, key: (sequence - 1).bigEndianBytes)
@@ -91,7 +92,8 @@ extension Gaps {
             if let next = UInt64(bigEndianBytes: key) { after = (next, try LogRecord(decoding: value, sequence: next)) }
             return false
         }
-        if let after, after.record.kind == .gap, try Self.gap(after.record, at: after.sequence).first == sequence + 1 {
+        if let after, after.record.kind == .gap, case let gap = try Self.gap(after.record, at: after.sequence), gap.first == sequence + 1 {
+            try Self.checkMAC(gap, last: after.sequence, chainAtLast: after.record.hash, key: macKey)
             last = after.sequence
             chainAtLast = after.record.hash
             _ = try txn.delete(dbs.events, key: sequence.bigEndianBytes)
@@ -100,6 +102,16 @@ extension Gaps {
             first: first, chainBefore: chainBefore,
             mac: Gap.mac(key: macKey, first: first, last: last, chainBefore: chainBefore, chainAtLast: chainAtLast))
         try txn.put(dbs.events, key: last.bigEndianBytes, value: LogRecord(kind: .gap, body: gap.encoded(), hash: chainAtLast).encoded())
+    }
+
+    /// Checks a gap's MAC before a drop joins it: a joined gap gets a new MAC under the key, so a
+    /// gap forged without the key must be refused here, not signed (nothing of the drop is written).
+    private static func checkMAC(_ gap: Gap, last: UInt64, chainAtLast: [UInt8], key: KeyedHash?) throws {
+        let expected = Gap.mac(key: key, first: gap.first, last: last, chainBefore: gap.chainBefore, chainAtLast: chainAtLast)
+        guard Sodium.constantTimeEqual(expected, gap.mac) else {
+            throw ChronicleError.corruptRecord(
+                sequence: last, reason: "a gap whose MAC does not verify (records were removed or a gap edited without the key); nothing was dropped")
+        }
     }
 
     static func gap(_ record: LogRecord, at sequence: UInt64) throws -> Gap {

@@ -118,9 +118,11 @@ package struct KeyRecords: Sendable {
     /// Whether the log shows that this store held a key of its own: a chain-key record, or an
     /// event of this replica that is sealed or carries an authenticator (a relay, which never
     /// made a key, has neither).
-    package func logShowsAKeyOfItsOwn() throws -> Bool {
+    /// - Parameter chainKeyRecordOnly: look for a chain-key record only.
+    package func logShowsAKeyOfItsOwn(chainKeyRecordOnly: Bool = false) throws -> Bool {
         try readKeyRecords { txn in
             if try LogMeta.firstChainKeyRecord(txn, dbs) != nil { return true }
+            if chainKeyRecordOnly { return false }
             let own = log.replica
             var found = false
             try txn.scanInPlace(dbs.events) { _, value in

@@ -48,14 +48,21 @@ extension Verification {
     /// With a `verifier` (the store's keyring), every authenticator under a key it holds must
     /// verify, and no event this replica sealed or authenticated may sit in an unkeyed stretch of
     /// the chain (it was written while the store held a key: the chain was rewritten without it).
-    package func verify(progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, verifier: (any EventVerifier)? = nil) throws -> VerificationReport {
+    ///
+    /// A `deferred` row must name an event with that event's own clock reading, still ahead of
+    /// local time (an opening promotes those whose time came; `heldBackMustBeAhead` false for a
+    /// salvage's snapshot, which promotes nothing): otherwise it hides the event from the views.
+    package func verify(
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, verifier: (any EventVerifier)? = nil, heldBackMustBeAhead: Bool = true
+    ) throws -> VerificationReport {
         try environment.read { txn in
             let total = try LogHead.read(txn, dbs).sequence
             var report = VerificationReport(records: 0, keys: 0)
             var replayed: [[KeyName: ReplayedKey]] = [[:], [:]]  // by Domain.rawValue
             var links: [(sequence: UInt64, before: UInt64)] = []  // what `previous` must hold, in order
-            let waiting = try driftGuard.waiting(txn)
+            let now = UnixMilliseconds.now()
             do {
+                var waiting = try driftGuard.waitingRows(txn)
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
                 var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
@@ -81,12 +88,28 @@ extension Verification {
                             }
                         }
                     }
-                    let held = waiting.contains(sequence)  // held back by the drift guard: indexed, not in the view
+                    // Held back by the drift guard: indexed, not in the view. The row must hold the
+                    // event's own clock reading, and one whose time came 10 minutes ago would have
+                    // been promoted by an opening: a forged row that hides the key's newest event.
+                    let held = waiting.removeValue(forKey: sequence).map { row in
+                        if row != event.hlc.rawValue || (heldBackMustBeAhead && event.hlc.milliseconds &+ 600_000 < now) {
+                            return Result<Bool, ChronicleError>.failure(.corruptRecord(
+                                sequence: sequence,
+                                reason: "held back by the drift guard, but its deferred row does not match it or its time came long ago: "
+                                    + "the row was edited to hide the event from the views"))
+                        }
+                        return .success(true)
+                    }
+                    if case let .failure(error)? = held { throw error }
+                    let heldBack = held != nil
                     if let before = replayed[Int(event.domain.rawValue)][KeyName(event.key), default: ReplayedKey()].apply(
-                        event, sequence: sequence, heldBack: held)
+                        event, sequence: sequence, heldBack: heldBack)
                     {
                         links.append((sequence, before))
                     }
+                }
+                if let orphan = waiting.keys.min() {
+                    throw ChronicleError.corruptRecord(sequence: orphan, reason: "a drift-guard row (deferred) names no event of the log")
                 }
                 report.records = replay.records
                 // A member's chain is keyed before its first authenticated event; a store that seals

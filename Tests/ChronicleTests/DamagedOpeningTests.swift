@@ -215,6 +215,70 @@ struct DamagedOpeningTests {
         }
     }
 
+    /// A kept record replaced by a gap made without the key (an unkeyed checksum), the key's view
+    /// and index edited to match: `verify` finds the gap. The owner then drops a neighbouring
+    /// record (`purgeHistory`, or the automatic compaction): the drop used to join the forged gap
+    /// and sign the joined gap with the real key, after which `verify` passed. It refuses now, and
+    /// writes nothing.
+    @Test func aDropNeverJoinsAGapForgedWithoutTheKey() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let neighbour = Key<String>("damaged.neighbour", default: "", sync: .manual)
+        let victim = Key<String>("damaged.victim", default: "", sync: .manual)
+        let store = try Store(directory: directory, configuration: passphraseConfiguration("owner"))
+        try store.set("v1", for: neighbour)  // 2
+        try store.set("hidden", for: victim)  // 3
+        try store.set("v2", for: neighbour)  // 4
+        try store.set("x", for: Self.value)  // 5
+        let eventLog = try store.eventLog
+        try eventLog.environment.write { txn in
+            let record = try LogRecord(decoding: try #require(try txn.get(eventLog.dbs.events, key: UInt64(3).bigEndianBytes)), sequence: 3)
+            let before = try LogRecord(decoding: try #require(try txn.get(eventLog.dbs.events, key: UInt64(2).bigEndianBytes)), sequence: 2)
+            let gap = Gap(first: 3, chainBefore: before.hash, mac: Gap.mac(key: nil, first: 3, last: 3, chainBefore: before.hash, chainAtLast: record.hash))
+            try txn.put(eventLog.dbs.events, key: UInt64(3).bigEndianBytes, value: LogRecord(kind: .gap, body: gap.encoded(), hash: record.hash).encoded())
+            _ = try txn.delete(eventLog.dbs.view(.defaults), key: Array(victim.name.utf8))
+            _ = try txn.delete(eventLog.dbs.latest, key: HistoryKey.prefix(domain: .defaults, name: victim.name))
+        }
+        #expect(try !store.verify().isSound)
+        let before = try Data(contentsOf: directory.appendingPathComponent("data.mdb"))
+        #expect(throws: ChronicleError.self) { _ = try store.purgeHistory(of: neighbour) }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("data.mdb")) == before, "the refused drop wrote")
+        #expect(try !store.verify().isSound, "the forged gap was signed with the real key")
+    }
+
+    /// A `deferred` row added without the key (a clock reading far ahead) hides a key's newest
+    /// event from its view, which is set back to the event before: `verify` used to take the row's
+    /// word and pass. The row must hold its event's own clock reading.
+    @Test func aForgedDriftGuardRowIsFound() throws {
+        try withDamagedMemberStore({ store in
+            let eventLog = try store.eventLog
+            let history = try store.history(of: Self.value)
+            let (older, newest) = (try #require(history.dropLast().last).sequence, try #require(history.last).sequence)
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.deferred, key: UInt64.max.bigEndianBytes + newest.bigEndianBytes, value: [])
+                let olderEvent = try LogRecord(decoding: try #require(try txn.get(eventLog.dbs.events, key: older.bigEndianBytes)), sequence: older)
+                    .event(sequence: older)
+                try txn.put(eventLog.dbs.view(.defaults), key: Array(Self.value.name.utf8), value: ViewEntry(event: olderEvent, sequence: older).encoded())
+            }
+            let report = try store.verify()
+            #expect(!report.isSound, "a forged drift-guard row passed verify")
+            #expect(report.firstBadSequence == newest)
+        }) { _, _ in }
+    }
+
+    /// A member's log re-chained without the key (nothing keys it) holds nothing verified under a
+    /// key: a salvage copies nothing of it, rather than a forgery into a store that verifies.
+    @Test func aSalvageCopiesNothingOfALogNothingKeys() throws {
+        try withDamagedMemberStore({ store in try rechainWithoutKey(store) }) { directory, _ in
+            let target = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: target) }
+            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            #expect(!report.finding.isSound)
+            #expect(report.copiedThrough == 0)
+            #expect(report.copy[Self.value] == "")
+        }
+    }
+
     /// A healthy store opens as before, with and without its key, and a format-1 store with an
     /// unkeyed chain and a data key is still keyed by its first opening.
     @Test func healthyStoresOpenAsBefore() throws {

@@ -111,10 +111,10 @@ extension Store {
     }
 }
 
-extension VerificationReport {
+extension Store {
     /// The report of a store that an opening refused for damage (``ChronicleError/isDamage``),
     /// for `chronicle verify`: the damage is the finding, and nothing was checked past it.
-    @_spi(Tools) public static func refusedOpening(_ damage: ChronicleError) -> VerificationReport {
+    @_spi(Tools) public static func verificationReport(refusedOpening damage: ChronicleError) -> VerificationReport {
         VerificationReport(refusedOpening: damage)
     }
 }

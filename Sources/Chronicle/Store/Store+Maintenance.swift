@@ -185,8 +185,15 @@ extension Store {
         salvaging.salvage = true
         let source = try Store(directory: snapshot, configuration: salvaging)
         let finding = try source.verify()
-        let head = try mappingErrors { try source.eventLog.head().sequence }
-        let through = finding.firstBadSequence.map { $0 > 0 ? $0 - 1 : 0 } ?? head
+        let (head, vouched) = try mappingErrors {
+            let records = try source.eventLog.keyRecords
+            // A store with a data key whose chain nothing keys (no chain key named, no chain-key
+            // record): nothing in it was verified under a key (it was re-chained without one).
+            let ids = try records.activeAndChainKeyIDs()
+            let vouched = try ids.active == nil || ids.chain != nil || records.logShowsAKeyOfItsOwn(chainKeyRecordOnly: true)
+            return (try source.eventLog.head().sequence, vouched)
+        }
+        let through = !finding.isSound && !vouched ? 0 : finding.firstBadSequence.map { $0 > 0 ? $0 - 1 : 0 } ?? head
         let copy = try source.copy(to: target, through: .sequence(through))
         return SalvageReport(finding: finding, copiedThrough: through, copy: copy)
     }

@@ -191,7 +191,9 @@ public final class Store: Sendable {
         let keyring = try? crypto.get()
         try mappingErrors { try keyring?.unwrapLocalKeys() }
         let eventLog = try settledEventLog
-        return try mappingErrors { try eventLog.verification.verify(progress: progress, verifier: keyring) }
+        return try mappingErrors {
+            try eventLog.verification.verify(progress: progress, verifier: keyring, heldBackMustBeAhead: !configuration.salvage)
+        }
     }
 
     // MARK: - Internals shared by keys and secrets

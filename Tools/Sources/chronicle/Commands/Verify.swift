@@ -24,7 +24,7 @@ extension ChronicleCommand {
             } catch let error as ChronicleError where error.isDamage {
                 // The opening itself refused the store for damage (a keyed log whose meta forgot its
                 // chain key, a head MAC that does not verify): that is a finding, not a failure to check.
-                report = .refusedOpening(error)
+                report = Store.verificationReport(refusedOpening: error)
             }
             progress.finish()
             if json {
