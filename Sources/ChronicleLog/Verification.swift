@@ -43,6 +43,65 @@ extension Verification {
         try head.checkMAC(txn, dbs, keys: chainKeys)
     }
 
+    /// Whether the event at `sequence` is held back by the drift guard (indexed, not in its view),
+    /// taking its row out of `rows`. The row must hold the event's own clock reading, and with
+    /// `now`, one whose time came 10 minutes ago would have been promoted by an opening: a forged
+    /// row that hides the key's newest event.
+    private static func isHeldBack(_ event: Event, at sequence: UInt64, rows: inout [UInt64: UInt64], now: UInt64?) throws -> Bool {
+        guard let row = rows.removeValue(forKey: sequence) else { return false }
+        if row != event.hlc.rawValue || now.map({ event.hlc.milliseconds &+ 600_000 < $0 }) == true {
+            throw ChronicleError.corruptRecord(
+                sequence: sequence,
+                reason: "held back by the drift guard, but its deferred row does not match it or its time came long ago: "
+                    + "the row was edited to hide the event from the views")
+        }
+        return true
+    }
+
+    /// An order-independent fingerprint of (identity, sequence) pairs, seeded at random per process.
+    struct DotsFingerprint {
+        private(set) var sum: UInt64 = 0
+        private(set) var count = 0
+
+        mutating func add(_ dot: [UInt8], _ sequence: UInt64) {
+            var hasher = Hasher()
+            dot.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(sequence)
+            sum &+= UInt64(bitPattern: Int64(hasher.finalize()))
+            count += 1
+        }
+    }
+
+    /// The `dots` table is not covered by the chain: every identity row of a kept event must name
+    /// that event's sequence, and no other may name one (a row added without the key makes an
+    /// import drop a genuine event as a duplicate). One pass over the rows; on a mismatch, a
+    /// second finds the first bad row. Rows of value 0 (identities a format-1 compaction dropped)
+    /// and the compacted ranges cannot be checked against the log (docs/LIMITS.md).
+    private func checkDots(against events: DotsFingerprint, _ txn: borrowing Transaction) throws {
+        var rows = DotsFingerprint()
+        try txn.scanInPlace(dbs.dots) { key, value in
+            guard key.count == 24, value.count == 8 else { return true }
+            let sequence = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
+            if sequence != 0 { rows.add(Array(key), sequence) }
+            return true
+        }
+        guard rows.sum != events.sum || rows.count != events.count else { return }
+        var bad: (sequence: UInt64, reason: String)?
+        try txn.scan(dbs.dots) { key, value in
+            guard key.count == 24, let sequence = UInt64(bigEndianBytes: value), sequence != 0 else { return true }
+            let holds = try txn.get(dbs.events, key: sequence.bigEndianBytes)
+                .flatMap { bytes in try? LogRecord(decoding: bytes, sequence: sequence) }
+                .flatMap { record in record.kind == .event ? try? record.event(sequence: sequence) : nil }
+            if holds?.dot != key {
+                bad = (sequence, "the dots row of identity \(EventIdentity(dot: key).map { "\($0)" } ?? "?") names this sequence, which holds no event of that identity: the row was added or edited")
+                return false
+            }
+            return true
+        }
+        let (sequence, reason) = bad ?? (0, "the dots table lacks a row of an event the log holds: it was edited")
+        throw ChronicleError.corruptRecord(sequence: sequence, reason: reason)
+    }
+
     /// Checks the log and the views without changing anything.
     ///
     /// With a `verifier` (the store's keyring), every authenticator under a key it holds must
@@ -63,11 +122,15 @@ extension Verification {
             let now = UnixMilliseconds.now()
             do {
                 var waiting = try driftGuard.waitingRows(txn)
+                // The `dots` rows of the log's events, as a fingerprint over (identity, sequence)
+                // seeded at random for this run (so no edit can be made to match it).
+                var eventDots = DotsFingerprint()
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
                 var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
                 let replay = try log.replayer.replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
+                    eventDots.add(event.dot, sequence)
                     if let verifier {
                         // A member authenticates every event it writes: once a replica's events carry
                         // authenticators, a later one without is a stripped one.
@@ -88,20 +151,7 @@ extension Verification {
                             }
                         }
                     }
-                    // Held back by the drift guard: indexed, not in the view. The row must hold the
-                    // event's own clock reading, and one whose time came 10 minutes ago would have
-                    // been promoted by an opening: a forged row that hides the key's newest event.
-                    let held = waiting.removeValue(forKey: sequence).map { row in
-                        if row != event.hlc.rawValue || (heldBackMustBeAhead && event.hlc.milliseconds &+ 600_000 < now) {
-                            return Result<Bool, ChronicleError>.failure(.corruptRecord(
-                                sequence: sequence,
-                                reason: "held back by the drift guard, but its deferred row does not match it or its time came long ago: "
-                                    + "the row was edited to hide the event from the views"))
-                        }
-                        return .success(true)
-                    }
-                    if case let .failure(error)? = held { throw error }
-                    let heldBack = held != nil
+                    let heldBack = try Self.isHeldBack(event, at: sequence, rows: &waiting, now: heldBackMustBeAhead ? now : nil)
                     if let before = replayed[Int(event.domain.rawValue)][KeyName(event.key), default: ReplayedKey()].apply(
                         event, sequence: sequence, heldBack: heldBack)
                     {
@@ -121,6 +171,7 @@ extension Verification {
                         reason: "this replica sealed or authenticated it with a key, but the chain is not keyed there: the log was re-chained without the key")
                 }
                 try verifyHead(txn, replay)
+                try checkDots(against: eventDots, txn)
             } catch ChronicleError.keyUnavailable(let reason) {
                 // Not a finding about the log: the check could not run (a keyed log without its key).
                 throw ChronicleError.keyUnavailable(reason: reason)

@@ -266,6 +266,24 @@ struct DamagedOpeningTests {
         }) { _, _ in }
     }
 
+    /// A `dots` row added without the key for an identity another member will send (writer ids
+    /// are public) makes the import drop the genuine event as a duplicate. `verify` checks every
+    /// identity row against the log's events (a fingerprint, then the first row that is wrong).
+    @Test func aForgedDotsRowIsFound() throws {
+        try withDamagedMemberStore({ store in
+            #expect(try store.verify().isSound)
+            let eventLog = try store.eventLog
+            let stranger = EventIdentity(writer: .random(), counter: 1)
+            try eventLog.environment.write { txn in
+                try txn.put(eventLog.dbs.dots, key: stranger.dot, value: UInt64(3).bigEndianBytes)
+            }
+            let report = try store.verify()
+            #expect(!report.isSound, "a forged dots row passed verify")
+            #expect(report.firstBadSequence == 3)
+            #expect(report.firstProblem.map { "\($0)" }?.contains("dots row") == true)
+        }) { _, _ in }
+    }
+
     /// A member's log re-chained without the key (nothing keys it) holds nothing verified under a
     /// key: a salvage copies nothing of it, rather than a forgery into a store that verifies.
     @Test func aSalvageCopiesNothingOfALogNothingKeys() throws {
@@ -367,6 +385,7 @@ func rewriteAsFormatOneKeyedLog(_ store: Store) throws {
         }
         _ = try txn.delete(eventLog.dbs.meta, key: MetaKey.chainInLog)
         try head.write(txn, eventLog.dbs, chainKey: key)
+        try renumberDots(eventLog, txn)
     }
     try store.rebuildViews()
 }

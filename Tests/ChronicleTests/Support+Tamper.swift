@@ -32,6 +32,24 @@ func rechainWithoutKey(_ store: Store, alsoDeleting extra: [[UInt8]] = [], edit:
         for entry in [MetaKey.chainKey, MetaKey.chainInLog, MetaKey.headMAC] + extra { _ = try? txn.delete(eventLog.dbs.meta, key: entry) }
         head.chainKeyID = nil
         try head.write(txn, eventLog.dbs, chainKey: nil)
+        try renumberDots(eventLog, txn)
+    }
+}
+
+/// Points every identity row of `dots` at the sequence its event holds now (a forger who
+/// renumbers the log keeps the table consistent, as a store written so would be).
+func renumberDots(_ eventLog: EventLog, _ txn: borrowing Transaction) throws {
+    var rows: [[UInt8]] = []
+    try txn.scan(eventLog.dbs.dots) { key, _ in
+        if key.count == 24 { rows.append(key) }
+        return true
+    }
+    for key in rows { _ = try txn.delete(eventLog.dbs.dots, key: key) }
+    try txn.scan(eventLog.dbs.events) { key, value in
+        let sequence = UInt64(bigEndianBytes: key) ?? 0
+        let record = try LogRecord(decoding: value, sequence: sequence)
+        if record.kind == .event { try txn.put(eventLog.dbs.dots, key: try record.event(sequence: sequence).dot, value: sequence.bigEndianBytes) }
+        return true
     }
 }
 
