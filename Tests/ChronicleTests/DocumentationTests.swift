@@ -1,3 +1,4 @@
+import Chronicle
 import Foundation
 import Testing
 
@@ -167,6 +168,17 @@ struct DocumentationTests {
                 #expect(found, "FORMAT.md's appendix names \(name), which is no test")
             }
         }
+    }
+
+    /// The library's version, the CHANGELOG's newest section and the version the README tells
+    /// an app to depend on are one.
+    @Test func theVersionIsTheSameEverywhere() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let changelog = try String(contentsOf: Self.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let wanted = readme.components(separatedBy: "chronicle.git\", from: \"").dropFirst().map { $0.prefix { $0 != "\"" } }
+        #expect(!wanted.isEmpty && wanted.allSatisfy { $0 == chronicleVersion }, "README asks for \(wanted), the library is \(chronicleVersion)")
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }
+        #expect(newest?.hasPrefix("## \(chronicleVersion)") == true, "CHANGELOG's newest section is \(newest ?? "none")")
     }
 
     @Test func theReadmeStaysShort() throws {
