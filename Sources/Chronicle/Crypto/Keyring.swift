@@ -149,14 +149,6 @@ final class Keyring: EventSealer {
         }
     }
 
-    /// Unwraps every key record the key source opens and installs its chain key, checking and
-    /// writing nothing: a salvage reads a damaged log with whatever keys still open.
-    private func installChainKeysThatOpen() {
-        for record in (try? keyRecords.wrappedKeys()) ?? [] {
-            if let key = try? dataKey(record.id) { keyRecords.chainKeys.install(id: record.id, from: key) }
-        }
-    }
-
     /// Unix ms from which every build keys the hash chain in the transaction that makes a store's
     /// first data key (2026-11-22T16:07:37Z, the first build with chain-key records): a key made
     /// since then never belongs to a store whose chain was keyed later (docs/FORMAT.md 4.2).
@@ -207,37 +199,6 @@ final class Keyring: EventSealer {
             // With the key at hand, the head is checked before anything trusts it: a cut or edited
             // head is refused at the opening, not at the first write.
             try keyRecords.checkHeadMAC()
-        }
-    }
-
-    /// A member store that holds a data key its key source opens but no active key lost `dk.active`
-    /// to an edit (a forger re-chaining the log without the key deletes it): opening it must not
-    /// mint a new key over the forgery. Tries every record (one derivation per salt and cost: only
-    /// someone who can write the store's files can add records here, and they could do worse).
-    /// - Throws: `.corruptMeta("dk.active", …)` when such a key is there.
-    private func refuseIfActiveKeyWasRemoved(chainKeyID: KeyID?) throws {
-        if let chainKeyID {
-            // The chain is keyed with a key of this store's own: its records were deleted.
-            throw ChronicleError.corruptMeta(
-                entry: "dk.active",
-                reason: "this store's log is keyed with data key \(chainKeyID), but the store holds no active key: its key records were "
-                    + "deleted or damaged, and a new key would hide that. Nothing was written")
-        }
-        for record in try keyRecords.wrappedKeys() {
-            guard (try? unwrap(record)) != nil else { continue }
-            if try !keyRecords.logShowsAKeyOfItsOwn() {
-                // Nothing in the log says the store made a key of its own, as for a relay (a store
-                // used without the key source) that received the group's key records; or its files
-                // were rewritten without the key. Neither is opened as a member.
-                throw ChronicleError.invalidArgument(
-                    "this store holds the group's key records, but nothing in its log shows a key of its own: it was used without its "
-                        + "key source (a relay), or its files were rewritten without the key. A relay that becomes a member starts in a "
-                        + "new directory and syncs; `chronicle verify` looks for damage. Nothing was written")
-            }
-            throw ChronicleError.corruptMeta(
-                entry: "dk.active",
-                reason: "this store holds data key \(record.id), which its key source opens, but no active key: meta was edited or "
-                    + "damaged, and a new key would hide that. Nothing was written (a relay that becomes a member starts in a new directory)")
         }
     }
 
