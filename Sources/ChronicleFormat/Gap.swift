@@ -45,6 +45,12 @@ package struct Gap: Sendable, Equatable {
         mac = try reader.raw(32)
     }
 
+    /// Whether this gap's MAC is the one `key` makes for it, stored under `last` with chain hash
+    /// `chainAtLast` (compared in constant time).
+    package func macVerifies(key: KeyedHash?, last: UInt64, chainAtLast: [UInt8]) -> Bool {
+        Sodium.constantTimeEqual(Self.mac(key: key, first: first, last: last, chainBefore: chainBefore, chainAtLast: chainAtLast), mac)
+    }
+
     /// The MAC of a gap over `first...last`, keyed with the head's chain key when the log is keyed.
     package static func mac(key: KeyedHash?, first: UInt64, last: UInt64, chainBefore: [UInt8], chainAtLast: [UInt8]) -> [UInt8] {
         let parts = [Array("chronicle.gap.v1".utf8), first.bigEndianBytes, last.bigEndianBytes, chainBefore, chainAtLast]

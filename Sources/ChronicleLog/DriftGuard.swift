@@ -58,7 +58,6 @@ package final class DriftGuard: Sendable {
         try txn.get(dbs.deferred, key: Self.key(hlc, sequence: sequence)) != nil
     }
 
-    /// The sequences of every waiting event.
     /// Every `deferred` row as `sequence → the HLC the row holds`, for `verify`, which checks each
     /// against its event; a row that is not `HLC ‖ sequence` (16 bytes) is damage.
     func waitingRows(_ txn: borrowing Transaction) throws -> [UInt64: UInt64] {
@@ -74,6 +73,7 @@ package final class DriftGuard: Sendable {
         return rows
     }
 
+    /// The sequences of every waiting event.
     func waiting(_ txn: borrowing Transaction) throws -> Set<UInt64> {
         var waiting = Set<UInt64>()
         try txn.scan(dbs.deferred) { key, _ in

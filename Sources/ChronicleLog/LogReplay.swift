@@ -128,8 +128,7 @@ extension LogReplay {
         guard gap.chainBefore == previous else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "hash chain broken (a gap that does not follow the record before it)")
         }
-        let mac = Gap.mac(key: try key(), first: gap.first, last: sequence, chainBefore: gap.chainBefore, chainAtLast: stored)
-        guard Sodium.constantTimeEqual(mac, gap.mac) else {
+        guard gap.macVerifies(key: try key(), last: sequence, chainAtLast: stored) else {
             throw ChronicleError.corruptRecord(
                 sequence: sequence, reason: "a gap whose MAC does not verify (records were removed or a gap edited without the key)")
         }

@@ -122,7 +122,7 @@ extension HubDatabase {
         if !asked.isEmpty {
             // Each identity's smallest body first, then each one's next: a body a token holder
             // padded to the bound cannot crowd the genuine one out of the answer. Bounded in
-            // time (`eventRequestTimeout`): one tenant's bodies cannot hold a connection for long.
+            // time (`eventRequestTimeoutMilliseconds`): one tenant's bodies cannot hold a connection for long.
             bodies = try await transaction { connection in
                 try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(Self.eventRequestTimeoutMilliseconds))", logger: logger)
                 let rows = try await connection.query(
