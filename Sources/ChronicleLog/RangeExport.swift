@@ -157,32 +157,37 @@ extension RangeExport {
     /// both this log's head. Each identity's version as logged comes first, then every second
     /// version a store that verifies nothing keeps to relay under it (a carrier that got its
     /// forgery logged first cannot hide the genuine event from a member asking again); an
-    /// identity compacted away or never held is left out.
-    package func exportEvents(_ identities: [EventIdentity], maxBytes: Int) throws -> EventRange {
+    /// identity compacted away or never held is left out. `whole` says, for each distinct
+    /// identity asked, whether every version kept of it fitted (docs/FORMAT.md 7.6).
+    package func exportEvents(_ identities: [EventIdentity], maxBytes: Int) throws -> (range: EventRange, whole: [Bool]) {
         try environment.read { txn in
             let head = try LogHead.read(txn, dbs)
             let asked = EventIdentity.distinct(identities)
+            let index = Dictionary(uniqueKeysWithValues: asked.enumerated().map { ($1, $0) })
+            var whole = [Bool](repeating: true, count: asked.count)
             var events: [Event] = []
             var bytes = 0
-            func take(_ event: Event) -> Bool {
-                if !events.isEmpty, bytes + event.payload.count > maxBytes { return false }
+            // An event that does not fit is left out and its identity marked cut; smaller ones after it may still fit.
+            func take(_ event: Event, _ position: Int) {
+                guard events.isEmpty || bytes + event.payload.count <= maxBytes else {
+                    whole[position] = false
+                    return
+                }
                 events.append(event)
                 bytes += event.payload.count + 64
-                return true
             }
-            for identity in asked {
+            for (position, identity) in asked.enumerated() {
                 guard let sequence = try txn.get(dbs.dots, key: identity.dot).flatMap({ UInt64(bigEndianBytes: $0) }), sequence != 0,
                     let value = try txn.get(dbs.events, key: sequence.bigEndianBytes)
                 else { continue }
                 let record = try LogRecord(decoding: value, sequence: sequence)
                 guard record.kind == .event else { continue }
-                if !take(try record.event(sequence: sequence)) { break }
+                take(try record.event(sequence: sequence), position)
             }
             // Second versions kept to relay are known by their bytes, not their identity: one
             // pass over them (at most the relay-only bound), only when asked for any identity.
-            let wanted = Set(asked)
             var sequences: [UInt64] = []
-            if !wanted.isEmpty {
+            if !asked.isEmpty {
                 try txn.scanInPlace(dbs.dots, from: [0x4F]) { key, value in
                     guard key.first == 0x4F else { return false }
                     if key.count == 33, value.count == 8 { sequences.append(UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))) }
@@ -192,18 +197,19 @@ extension RangeExport {
             for sequence in sequences {
                 guard let value = try txn.get(dbs.events, key: sequence.bigEndianBytes),
                     let item = (try? LogRecord(decoding: value, sequence: sequence)).flatMap({ OpaqueEvent(relayRecord: $0.body) }),
-                    wanted.contains(EventIdentity(writer: item.origin, counter: item.counter)),
+                    let position = index[EventIdentity(writer: item.origin, counter: item.counter)],
                     let event = try? Event(decoding: item.bytes), !events.contains(event)
                 else { continue }
-                if !take(event) { break }
+                take(event, position)
             }
             var keyIDs: [KeyID] = []
             for event in events { for id in event.namedKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) } }
             let keys = try travelingKeyRecords(keyIDs, txn)
             let chain = try log.chainHash(at: head.sequence, txn)
-            return EventRange(
+            let range = EventRange(
                 source: log.replica, epoch: try EventLog.epoch(txn, dbs), after: head.sequence, upTo: head.sequence, head: head.sequence,
                 afterChain: chain, upToChain: chain, keys: keys, events: events, opaque: [])
+            return (range, whole)
         }
     }
 }

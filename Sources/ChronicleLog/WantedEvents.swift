@@ -1,4 +1,4 @@
-package import ChronicleFormat
+@_spi(Wire) package import ChronicleFormat
 package import ChronicleLMDB
 
 /// Events a member received and lost before it could apply them: the quarantine evicted them,
@@ -14,8 +14,8 @@ package import ChronicleLMDB
 /// reads any, and pulls each peer from the start, so what a flood pushed out of the list arrives
 /// again (identities make that safe). The sync in progress keeps its own place: the mark waits
 /// for the next. A flood costs a member at most one pull of everything a day. An entry is
-/// forgotten once the log holds its identity, or after ``maxAsks`` answers from peers that did
-/// not bring it.
+/// forgotten once the log holds its identity, or after ``maxAsks`` answers from peers that had
+/// room for it and did not bring it (an answer says which identities it had room for).
 package enum WantedEvents {
     package static let prefix = Array("want/".utf8)
     /// The most identities a member keeps asking for.
@@ -107,10 +107,19 @@ package enum WantedEvents {
     }
 
     /// After a peer answered a request for `asked`: entries whose identity the log holds now are
-    /// deleted; each other one counts one more answer without it, and is deleted after ``maxAsks``.
-    package static func settle(asked: [EventIdentity], _ txn: borrowing Transaction, _ dbs: Databases) throws {
+    /// deleted; each other one the peer had room for counts one more answer without it, and is
+    /// deleted after ``maxAsks``. `whole` is, for each distinct identity of `asked` in order of
+    /// first mention, whether the peer had room for it; `nil` (an older peer that does not say)
+    /// counts every answer, as before, so its retries stay bounded.
+    package static func settle(asked: [EventIdentity], whole: [Bool]?, _ txn: borrowing Transaction, _ dbs: Databases) throws {
         guard !asked.isEmpty else { return }
-        let wanted = Set(asked)
+        let distinct = EventIdentity.distinct(asked)
+        let wanted = Set(distinct)
+        // A claim of another length counts as not said: every entry counts, as with an older peer.
+        var cut = Set<EventIdentity>()
+        if let whole, whole.count == distinct.count {
+            for (identity, answered) in zip(distinct, whole) where !answered { cut.insert(identity) }
+        }
         var entries: [(key: [UInt8], identity: EventIdentity, value: [UInt8])] = []
         try txn.scan(dbs.meta, from: prefix) { key, value in
             guard key.starts(with: prefix) else { return false }
@@ -121,7 +130,11 @@ package enum WantedEvents {
         }
         for entry in entries {
             let asked = entry.value.count >= 9 ? entry.value[8] : 0
-            if try txn.get(dbs.dots, key: entry.identity.dot) != nil || asked >= maxAsks - 1 {
+            if try txn.get(dbs.dots, key: entry.identity.dot) != nil {
+                try txn.delete(dbs.meta, key: entry.key)
+            } else if cut.contains(entry.identity) {
+                continue  // the peer ran out of room before it: this answer says nothing of it
+            } else if asked >= maxAsks - 1 {
                 try txn.delete(dbs.meta, key: entry.key)
             } else {
                 try txn.put(dbs.meta, key: entry.key, value: Array(entry.value.prefix(8)) + [asked + 1])
@@ -169,10 +182,10 @@ extension EventLog {
         return try environment.write { txn in try WantedEvents.due(limit: limit, txn, dbs) }
     }
 
-    /// Settles the wanted identities a peer was asked for and answered (``WantedEvents/settle(asked:_:_:)``).
-    package func settleWantedEvents(asked: [EventIdentity]) throws {
+    /// Settles the wanted identities a peer was asked for and answered (``WantedEvents/settle(asked:whole:_:_:)``).
+    package func settleWantedEvents(asked: [EventIdentity], whole: [Bool]?) throws {
         guard !asked.isEmpty else { return }
-        try environment.write { txn in try WantedEvents.settle(asked: asked, txn, dbs) }
+        try environment.write { txn in try WantedEvents.settle(asked: asked, whole: whole, txn, dbs) }
     }
 
     /// How many lost events this member still asks for.

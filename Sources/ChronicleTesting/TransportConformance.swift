@@ -143,7 +143,8 @@ public enum TransportConformance {
     }
 
     /// A transport that can ask for events by identity answers exactly the events it holds
-    /// with the identities asked, in a range that moves no checkpoint (`after` = `upTo`).
+    /// with the identities asked, in a range that moves no checkpoint (`after` = `upTo`), and,
+    /// when it says which identities it had room for, one answer per distinct identity.
     static func eventsByIdentity(_ transport: any SyncTransport) async throws {
         let sender = try LocalStore()
         for i in 0..<5 { try sender.store.set(i, for: Key<Int>("conformance.asked\(i)", default: -1, sync: .automaticSmall)) }
@@ -153,7 +154,12 @@ public enum TransportConformance {
         }
         let history = try sender.store.logEntries().filter { $0.key.hasPrefix("conformance.asked") }
         let asked = [history[1], history[3]].map { EventIdentity(writer: $0.writer, counter: $0.counter) }
-        guard let answer = try await transport.pullEvents(asked + [EventIdentity(writer: writer, counter: 1 << 40)]) else { return }
+        guard let whole = try await transport.answerEvents(asked + [asked[0], EventIdentity(writer: writer, counter: 1 << 40)]) else { return }
+        if let said = whole.answeredWhole {
+            // Three distinct identities (one named twice), all small: each answered whole.
+            try require(said == [true, true, true], "by identity", "the answer says \(said) of three small identities it had room for")
+        }
+        let answer = whole.range
         guard let (upTo, _) = rangeBounds(answer), let after = rangeAfter(answer) else {
             throw ConformanceFailure(check: "by identity", detail: "the answer is not a range")
         }

@@ -25,9 +25,13 @@ struct LossyRelayTransport: SyncTransport {
     func push(_ range: Data) async throws -> RangeReceipt { try await base.push(range) }
 
     func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+        try await answerEvents(identities)?.range
+    }
+
+    func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
         asked.withLock { $0 += 1 }
         if failsAsking.withLock({ $0 }) { throw ChronicleError.syncFailed(peer: "a lossy relay", reason: "HTTP 503: retry") }
         if cannotAsk.withLock({ $0 }) { return nil }
-        return try await base.pullEvents(identities)
+        return try await base.answerEvents(identities)
     }
 }

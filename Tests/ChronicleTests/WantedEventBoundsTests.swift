@@ -187,6 +187,67 @@ struct WantedEventBoundsTests {
         }
     }
 
+    /// A relay holding two lost identities of 600 KB each answers one of them and runs out of
+    /// room for the other. The member counted "answered without it" for both, so after 16 such
+    /// answers it forgot an identity the relay never had room to answer (a token holder's body
+    /// of 1 MiB under another identity the member asks for does this on purpose). An answer
+    /// now says what it had room for (FORMAT.md 7.6), and only those answers count.
+    @Test func anAnswerWithoutRoomForAnIdentityDoesNotSpendItsAsks() async throws {
+        try await withGroup { victim, _, _ in
+            let relayDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: relayDirectory) }
+            var relayConfiguration = Store.Configuration()
+            relayConfiguration.travelKeyCost = .minimumForTesting
+            relayConfiguration.retention = .forever
+            let relay = try Store(directory: relayDirectory, configuration: relayConfiguration)
+            let keyID = try #require(try victim.eventLog.keyRecords.activeAndChainKeyIDs().active)
+            let model = try #require(try EventRange(decoding: Array(try victim.exportRange(after: 0))).events.first { $0.authenticator?.keyID == keyID })
+            let large = (0..<2).map { _ in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.counter = 1
+                event.payload = Sodium.randomBytes(600_000)
+                return event
+            }
+            _ = try relay.importRange(
+                Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: large, opaque: []).encoded()),
+                from: "a carrier")
+            let identities = large.map { EventIdentity(writer: $0.origin, counter: $0.counter) }
+            let answer = try relay.answerEvents(identities)
+            #expect(answer.answeredWhole == [true, false], "the relay had room for one of two 600 KB events: \(String(describing: answer.answeredWhole))")
+            try victim.eventLog.environment.write { txn in
+                try WantedEvents.record(identities.map { ($0, keyID) }, now: UnixMilliseconds.now(), txn, victim.eventLog.dbs)
+            }
+            for _ in 0..<(Int(WantedEvents.maxAsks) + 4) { try await Replicator(store: victim, peers: [.store(relay)]).sync() }
+            #expect(try victim.eventLog.wantedEventCount() == 1, "answers without room for an identity spent its asks")
+        }
+    }
+
+    /// A mailbox keeps the few smallest versions of each identity asked for and the answer's
+    /// budget while it reads its files, not every version of every file: whoever can write the
+    /// folder cannot set a member's memory use. The identity it set versions of aside is not
+    /// answered whole.
+    @Test func aMailboxAnswerKeepsAFewVersionsPerIdentityInBoundedMemory() throws {
+        let model = try withTemporaryStore { store, _ in
+            try store.set("a value", for: Key<String>("mailbox.model", default: "", sync: .manual))
+            return try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.first)
+        }
+        let identity = EventIdentity(writer: model.origin, counter: model.counter)
+        let other = EventIdentity(writer: .random(), counter: 1)
+        var answer = MailboxAnswer(asking: [identity, other, identity])
+        for file in 0..<40 {
+            var event = model
+            event.payload = Sodium.randomBytes(60_000 + 1_000 * (file % 7) + file)
+            answer.consider(EventRange(source: .random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [event], opaque: []))
+            #expect(answer.candidateBytes <= MailboxAnswer.maxBytes, "file \(file): \(answer.candidateBytes) bytes held")
+        }
+        let (events, _, whole) = answer.answer()
+        #expect(events.count == MailboxAnswer.versionsPerIdentity, "\(events.count) versions of one identity")
+        #expect(events.map(\.payload.count) == events.map(\.payload.count).sorted())
+        #expect(events.first?.payload.count == 60_000, "the smallest version was not kept")
+        #expect(whole == [false, true])
+    }
+
     /// A mailbox answers "up to about 1 MiB of payload", but the key records of the files it
     /// answers from are not counted: one file of one event and 12,000 junk records under the
     /// key it names makes the answer 1.5 MB of records (and the dedup is quadratic in them:

@@ -86,56 +86,34 @@ public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
                 .encoded())
     }
 
-    /// Answers from the files: every event with an asked identity (each version a file holds,
-    /// the smallest first), with at most 16 key records per id it names from the files it came
-    /// from, up to about 1 MiB of events and records together and at most 4,096 items, in a
-    /// range whose `after` and `upTo` are both the mailbox's head.
+    /// Answers from the files: the versions of each asked identity the files hold, the smallest
+    /// first and at most ``MailboxAnswer/versionsPerIdentity`` of each, with at most 16 key
+    /// records per id they name from the files they came from, up to about 1 MiB of events and
+    /// records together and at most 4,096 items, in a range whose `after` and `upTo` are both
+    /// the mailbox's head. Memory stays within the answer's budget, whatever the files hold.
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
-        let transport = self
-        return try await BlockingWork.run { try transport.pullEventsNow(Set(identities.prefix(EventIdentity.maxPerRequest))) }
+        try await answerEvents(identities)?.range
     }
 
-    private func pullEventsNow(_ asked: Set<EventIdentity>) throws -> Data {
+    public func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
+        let transport = self
+        return try await BlockingWork.run { try transport.answerEventsNow(identities) }
+    }
+
+    private func answerEventsNow(_ identities: [EventIdentity]) throws -> EventAnswer {
         let entries = try rangeFiles()
         let names = entries.map(\.line)
-        var found: [(event: Event, encoded: [UInt8], keys: [WrappedKey])] = []
-        var seen = Set<[UInt8]>()
-        for entry in entries where !asked.isEmpty {
+        var gathered = MailboxAnswer(asking: identities)
+        for entry in entries where !gathered.asked.isEmpty {
             guard let stored = readRange(entry.name) else { continue }
-            for event in stored.events where asked.contains(EventIdentity(writer: event.origin, counter: event.counter)) {
-                let encoded = event.encoded()
-                guard seen.insert(encoded).inserted else { continue }
-                let named = Set(event.namedKeyIDs)
-                found.append((event, encoded, stored.keys.filter { named.contains($0.id) }))
-            }
+            gathered.consider(stored)
         }
-        // The smallest first: a forged version padded to the bound cannot crowd out the genuine one.
-        found.sort { $0.encoded.count < $1.encoded.count }
-        var events: [Event] = []
-        var keys: [WrappedKey] = []
-        var keySeen = Set<[UInt8]>()
-        var perID: [KeyID: Int] = [:]
-        var bytes = 0
-        for item in found {
-            var added: [WrappedKey] = []
-            for key in item.keys where (perID[key.id] ?? 0) < KeyRecords.alternatesPerKey + 1 {
-                let encoded = key.encoded()
-                guard !keySeen.contains(encoded) else { continue }
-                keySeen.insert(encoded)
-                perID[key.id, default: 0] += 1
-                added.append(key)
-            }
-            let size = item.encoded.count + added.reduce(0) { $0 + $1.encoded().count }
-            if !events.isEmpty, bytes + size > 1 << 20 || events.count + keys.count + added.count >= 4_096 { break }
-            events.append(item.event)
-            keys += added
-            bytes += size
-        }
+        let (events, keys, whole) = gathered.answer()
         let head = UInt64(names.count)
         let chain = Self.digest(names)
-        return Data(
-            EventRange(source: try identity(), epoch: Self.epoch, after: head, upTo: head, head: head, afterChain: chain, upToChain: chain, keys: keys, events: events)
-                .encoded())
+        let range = EventRange(
+            source: try identity(), epoch: Self.epoch, after: head, upTo: head, head: head, afterChain: chain, upToChain: chain, keys: keys, events: events)
+        return EventAnswer(range: Data(range.encoded()), answeredWhole: whole)
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {

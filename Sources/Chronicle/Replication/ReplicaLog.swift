@@ -60,10 +60,11 @@ struct ReplicaLog: Sendable {
     /// The identities of lost events due to be asked for again.
     func wantedEvents() throws -> [EventIdentity] { try store.eventLog.dueWantedEvents() }
 
-    /// Imports a peer's answer to a request for `wanted`, and settles the request.
-    func importAnswer(_ range: EventRange, to wanted: [EventIdentity], source: String) throws -> RangeReceipt {
+    /// Imports a peer's answer to a request for `wanted`, and settles the request: `whole`, when
+    /// the peer said it, is for each distinct identity of `wanted` whether it had room for it.
+    func importAnswer(_ range: EventRange, to wanted: [EventIdentity], whole: [Bool]?, source: String) throws -> RangeReceipt {
         let receipt = try store.importRange(range, checkpoint: nil, source: source)
-        try store.eventLog.settleWantedEvents(asked: wanted)
+        try store.eventLog.settleWantedEvents(asked: wanted, whole: whole)
         return receipt
     }
 

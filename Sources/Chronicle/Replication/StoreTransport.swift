@@ -30,7 +30,11 @@ public struct StoreTransport: SyncTransport {
     }
 
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
+        try await answerEvents(identities)?.range
+    }
+
+    public func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
         let store = store
-        return try await BlockingWork.run { try store.exportEvents(identities) }
+        return try await BlockingWork.run { try store.answerEvents(identities) }
     }
 }

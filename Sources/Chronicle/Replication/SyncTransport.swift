@@ -23,10 +23,20 @@ public protocol SyncTransport: Sendable {
     /// for events by identity. A member asks again for events it lost before it could apply
     /// them (docs/FORMAT.md 7.6). The default answers `nil`.
     func pullEvents(_ identities: [EventIdentity]) async throws -> Data?
+
+    /// ``pullEvents(_:)``, with whether the remote had room to answer each identity whole
+    /// (``EventAnswer/answeredWhole``): a member counts an answer against a lost event only when
+    /// it did. The default wraps ``pullEvents(_:)`` and says nothing of room, which a member
+    /// counts as an older peer's answer (docs/FORMAT.md 7.6).
+    func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer?
 }
 
 extension SyncTransport {
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? { nil }
+
+    public func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
+        try await pullEvents(identities).map { EventAnswer(range: $0, answeredWhole: nil) }
+    }
 }
 
 /// A transport whose peer can hold a request until its log changes (the hub's long-poll): in

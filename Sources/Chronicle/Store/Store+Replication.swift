@@ -40,9 +40,18 @@ extension Store {
     /// about `maxBytes` of payload (at least one event travels). At most
     /// ``EventIdentity/maxPerRequest`` identities are looked up.
     public func exportEvents(_ identities: [EventIdentity], maxBytes: Int = 1 << 20) throws(ChronicleError) -> Data {
+        try answerEvents(identities, maxBytes: maxBytes).range
+    }
+
+    /// ``exportEvents(_:maxBytes:)``, with whether each distinct identity asked was answered
+    /// whole (every version this replica keeps of it fitted), as a transport answers a member.
+    public func answerEvents(_ identities: [EventIdentity], maxBytes: Int = 1 << 20) throws(ChronicleError) -> EventAnswer {
         let eventLog = try settledEventLog
         try prepareTravelKeys()
-        return try mappingErrors { Data(try eventLog.rangeExport.exportEvents(identities, maxBytes: maxBytes).encoded()) }
+        return try mappingErrors {
+            let (range, whole) = try eventLog.rangeExport.exportEvents(identities, maxBytes: maxBytes)
+            return EventAnswer(range: Data(range.encoded()), answeredWhole: whole)
+        }
     }
 
     /// Applies a range received from a peer or read from a file, in one durable transaction.

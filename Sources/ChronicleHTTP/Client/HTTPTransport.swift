@@ -71,9 +71,20 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
 
     /// `POST /v1/events` with the identities; `nil` when the server predates the request (404).
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
-        let body = Data(EventIdentity.encodeRequest(Array(identities.prefix(EventIdentity.maxPerRequest))))
-        let answer = try await send(.POST, path: "v1/events", query: [:], body: body, contentType: WireFormat.eventRequestMediaType, notFound: Data())
-        return answer.isEmpty ? nil : answer
+        try await answerEvents(identities)?.range
+    }
+
+    /// `POST /v1/events` with the identities, and what the server said of the room it had for
+    /// each (`Chronicle-Answered-Whole`; a server that does not say answers `nil` there);
+    /// `nil` when the server predates the request (404).
+    public func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
+        let asked = EventIdentity.distinct(identities)
+        let body = Data(EventIdentity.encodeRequest(asked))
+        let (answer, headers) = try await exchange(
+            .POST, path: "v1/events", query: [:], body: body, contentType: WireFormat.eventRequestMediaType, notFound: Data())
+        guard !answer.isEmpty else { return nil }
+        let whole = headers.first(name: EventAnswer.headerName).flatMap { EventAnswer.decodeWhole($0, count: asked.count) }
+        return EventAnswer(range: answer, answeredWhole: whole)
     }
 
     /// TLS 1.2 or newer (1.0 and 1.1 are deprecated, RFC 8996).
@@ -111,6 +122,14 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         _ method: HTTPMethod, path: String, query: [String: String], body: Data?, contentType: String = WireFormat.rangeMediaType,
         notFound: Data? = nil
     ) async throws -> Data {
+        try await exchange(method, path: path, query: query, body: body, contentType: contentType, notFound: notFound).body
+    }
+
+    /// ``send(_:path:query:body:contentType:notFound:)``, with the response's headers.
+    private func exchange(
+        _ method: HTTPMethod, path: String, query: [String: String], body: Data?, contentType: String,
+        notFound: Data?
+    ) async throws -> (body: Data, headers: HTTPHeaders) {
         if baseURL.scheme?.lowercased() == "http", !Self.isLoopback(baseURL), !allowsInsecureHTTP {
             throw ChronicleError.invalidArgument(
                 "\(baseURL.absoluteString) is plain HTTP to another machine: the token and every value would cross the network in the clear; use https:// (or allow plain HTTP explicitly, `--insecure`)")
@@ -140,7 +159,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
         } catch {
             throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: Self.reason(for: error, seconds: seconds))
         }
-        if response.status == .notFound, let notFound { return notFound }
+        if response.status == .notFound, let notFound { return (notFound, response.headers) }
         guard response.status == .ok else {
             let message = String(buffer: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
             if response.status == .unauthorized {
@@ -148,7 +167,7 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
             }
             throw ChronicleError.syncFailed(peer: baseURL.absoluteString, reason: "HTTP \(response.status.code): \(message)")
         }
-        return Data(buffer.readableBytesView)
+        return (Data(buffer.readableBytesView), response.headers)
     }
 }
 

@@ -144,9 +144,10 @@ struct StoreBackend: SyncBackend {
     /// One token, one owner: connections are shared by client address only.
     func connectionOwner(_ caller: Caller) -> String { "" }
 
-    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> (range: [UInt8], whole: [Bool]) {
         let store = store
-        return Array(try await offload { try store.exportEvents(identities) })
+        let answer = try await offload { try store.answerEvents(identities) }
+        return (Array(answer.range), answer.answeredWhole ?? [])
     }
 
     func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {

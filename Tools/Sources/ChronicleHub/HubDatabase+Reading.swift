@@ -99,12 +99,13 @@ extension HubDatabase {
         return keys
     }
 
-    /// The tenant's events with these identities (every body stored under each: a relay cannot
-    /// tell a carrier's from a member's), each identity's smallest first, at most ~1 MiB of
-    /// bodies (at least one),
-    /// with the key records they name, as the range `POST /v1/events` answers: its `after` and
-    /// `upTo` are both the head, so it moves no puller's checkpoint.
-    func events(device: HubDevice, _ identities: [EventIdentity]) async throws -> (bytes: [UInt8], events: Int) {
+    /// The tenant's events with these identities (the `versionsPerIdentity` smallest bodies
+    /// stored under each: a relay cannot tell a carrier's from a member's), each identity's
+    /// smallest first, at most ~1 MiB of bodies (at least one), with the key records they name,
+    /// as the range `POST /v1/events` answers: its `after` and `upTo` are both the head, so it
+    /// moves no puller's checkpoint. `whole` says for each distinct identity whether every body
+    /// stored under it fitted.
+    func events(device: HubDevice, _ identities: [EventIdentity]) async throws -> (bytes: [UInt8], events: Int, whole: [Bool]) {
         let tenant = device.tenant
         let hash = ByteBuffer(bytes: device.tokenHash)
         var found: (ByteBuffer, ByteBuffer, Int64, ByteBuffer)?
@@ -119,27 +120,42 @@ extension HubDatabase {
         let writers = asked.map { ByteBuffer(bytes: $0.writer.bytes) }
         let counters = asked.map { Int64(clamping: $0.counter) }
         var bodies: [[UInt8]] = []
+        var whole = [Bool](repeating: true, count: asked.count)
         if !asked.isEmpty {
-            // Each identity's smallest body first, then each one's next: a body a token holder
-            // padded to the bound cannot crowd the genuine one out of the answer. Bounded in
-            // time (`eventRequestTimeoutMilliseconds`): one tenant's bodies cannot hold a connection for long.
-            bodies = try await transaction { connection in
+            // Each identity's smallest bodies, read through `events_identity_size` (at most one
+            // more than an answer carries, to know whether it holds more): what a token holder
+            // stored under one identity costs a request nothing more. Each identity's smallest
+            // first, then each one's next, smaller before larger: a body padded to the bound
+            // cannot crowd the genuine one out. A body past the budget comes back as NULL, so
+            // its identity is not answered whole. Bounded in time (`eventRequestTimeoutMilliseconds`).
+            let perIdentity = Int64(Self.versionsPerIdentity)
+            let rows = try await transaction { connection in
                 try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(Self.eventRequestTimeoutMilliseconds))", logger: logger)
                 let rows = try await connection.query(
-                """
-                SELECT body FROM (
-                    SELECT body, rank, position, sum(length) OVER (ORDER BY rank, position) - length AS before
-                    FROM (
-                        SELECT e.body, e.position, octet_length(e.body) AS length,
-                            row_number() OVER (PARTITION BY e.writer, e.counter ORDER BY octet_length(e.body), e.position) AS rank
-                        FROM events e JOIN unnest(\(writers)::bytea[], \(counters)::bigint[]) AS w(writer, counter)
-                            ON e.writer = w.writer AND e.counter = w.counter
-                        WHERE e.tenant_id = \(tenant)) ranked) s
-                WHERE before < \(Self.pullBytes) ORDER BY rank, position
-                """, logger: logger)
-                var bodies: [[UInt8]] = []
-                for try await body in rows.decode(ByteBuffer.self) { bodies.append(Array(buffer: body)) }
-                return bodies
+                    """
+                    SELECT ordinal, CASE WHEN rank <= \(perIdentity) AND before < \(Self.pullBytes) THEN body END FROM (
+                        SELECT r.ordinal, r.rank, r.body, r.length, r.position,
+                            sum(r.length) OVER (ORDER BY r.rank, r.length, r.position) - r.length AS before
+                        FROM (
+                            SELECT w.ordinal, b.body, b.position, b.length,
+                                row_number() OVER (PARTITION BY w.ordinal ORDER BY b.length, b.position) AS rank
+                            FROM unnest(\(writers)::bytea[], \(counters)::bigint[]) WITH ORDINALITY AS w(writer, counter, ordinal)
+                            CROSS JOIN LATERAL (
+                                SELECT e.body, e.position, octet_length(e.body) AS length FROM events e
+                                WHERE e.tenant_id = \(tenant) AND e.writer = w.writer AND e.counter = w.counter
+                                ORDER BY octet_length(e.body), e.position LIMIT \(perIdentity + 1)) b) r) s
+                    ORDER BY rank, length, position
+                    """, logger: logger)
+                var found: [(Int64, ByteBuffer?)] = []
+                for try await row in rows.decode((Int64, ByteBuffer?).self) { found.append(row) }
+                return found
+            }
+            for (ordinal, body) in rows {
+                guard let body else {
+                    if ordinal >= 1, ordinal <= whole.count { whole[Int(ordinal) - 1] = false }
+                    continue
+                }
+                bodies.append(Array(buffer: body))
             }
         }
         let head = UInt64(max(0, storedHead))
@@ -147,6 +163,6 @@ extension HubDatabase {
         let encoded = RelayRange.encode(
             source: Array(buffer: relay), epoch: Array(buffer: epoch), after: head, upTo: head, head: head, afterChain: headChain,
             upToChain: headChain, keys: try await keyRecords(tenant: tenant, namedBy: bodies), events: bodies)
-        return (encoded, bodies.count)
+        return (encoded, bodies.count, whole)
     }
 }

@@ -251,10 +251,10 @@ struct HubBackend: SyncBackend {
         return result.bytes
     }
 
-    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8] {
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> (range: [UInt8], whole: [Bool]) {
         let result = try await readLimit.run(tenant: caller.device.tenant) { try await database.events(device: caller.device, identities) }
         metrics.eventsServed.increment(by: Int64(result.events))
-        return result.bytes
+        return (result.bytes, result.whole)
     }
 
     /// Each tenant's pushes take one share of the node's body budget.

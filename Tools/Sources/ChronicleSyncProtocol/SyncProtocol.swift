@@ -57,8 +57,9 @@ package protocol SyncBackend: Sendable {
     /// Applies a pushed range; what `POST /v1/range` answers once it is durable.
     func push(_ body: [UInt8], from caller: Caller) async throws -> Receipt
     /// The encoded range of events with these identities (at most
-    /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers.
-    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> [UInt8]
+    /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers, and for each distinct
+    /// identity whether it was answered whole (the `Chronicle-Answered-Whole` header).
+    func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> (range: [UInt8], whole: [Bool])
     /// Whose share of the body budget a caller's push takes (``BodyBudget``), `client` being
     /// its connection's client (``ConnectionGuard/client(_:)``).
     func bodyOwner(_ caller: Caller, client: String) -> String
@@ -161,7 +162,9 @@ package enum SyncRoutes {
                 }
                 var headers = HTTPFields()
                 headers[.contentType] = WireFormat.rangeMediaType
-                let bytes = try await backend.events(for: caller, identities)
+                let (bytes, whole) = try await backend.events(for: caller, identities)
+                // Safe: the name is a constant token of letters and hyphens, which a field name accepts.
+                headers[.init(EventAnswer.headerName)!] = EventAnswer.encodeWhole(whole)
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }

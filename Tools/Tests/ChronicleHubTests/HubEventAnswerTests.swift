@@ -42,6 +42,73 @@ extension HubTests {
         }
     }
 
+    /// A token holder pushes a 1 MiB body under an identity of its own that a member also asks
+    /// for (as the identity of an event it lost), before the member's genuine event: the hub
+    /// answered each identity's smallest body in log order, so the large body filled the answer
+    /// and the genuine one was left out of every answer. Smaller bodies go first now.
+    @Test func aLargeBodyUnderAnotherIdentityDoesNotCrowdOutAGenuineOne() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (laptop, carrier) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "carrier"))
+            try await withTemporaryStores(1, configuration: groupConfiguration("family secret")) { stores in
+                let store = stores[0]
+                try store.set("first", for: .hubNote)
+                let model = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.last { $0.key == Keys.hubNote.name })
+                var large = model
+                large.origin = ReplicaID.random()
+                large.payload = randomBytes(1 << 20)
+                let carried = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [large], opaque: [])
+                #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: carrier, body: Data(carried.encoded())).status == 200)
+                try await Replicator(store: store, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                let genuine = EventIdentity(writer: model.origin, counter: model.counter)
+                let transport = try #require(hub.peer(node: 0, token: laptop).transport as? HTTPTransport)
+                let answer = try #require(try await transport.answerEvents([EventIdentity(writer: large.origin, counter: large.counter), genuine]))
+                let range = try EventRange(decoding: Array(answer.range))
+                #expect(range.events.contains { $0.payload == model.payload }, "the 1 MiB body under another identity crowded the genuine one out")
+                #expect(answer.answeredWhole == [true, true])
+            }
+        }
+    }
+
+    /// The answer says which identities the hub had room for (`Chronicle-Answered-Whole`): two
+    /// bodies of 1 MiB fill it, and an identity under which a token holder stored more bodies
+    /// than an answer carries is not answered whole either. A member counts an answer against a
+    /// lost event only when the hub had room for it.
+    @Test func anAnswerSaysWhichIdentitiesItHadRoomFor() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (laptop, carrier) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "carrier"))
+            try await withTemporaryStores(1, configuration: groupConfiguration("family secret")) { stores in
+                let store = stores[0]
+                try store.set("first", for: .hubNote)
+                let model = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.last { $0.key == Keys.hubNote.name })
+                func body(_ size: Int, origin: ReplicaID) -> Event {
+                    var event = model
+                    event.origin = origin
+                    event.payload = randomBytes(size)
+                    return event
+                }
+                let (first, second, crowded) = (ReplicaID.random(), ReplicaID.random(), ReplicaID.random())
+                let many = (0..<(HubDatabase.versionsPerIdentity + 2)).map { body(100 + $0, origin: crowded) }
+                for events in [[body(1 << 20, origin: first)], [body((1 << 20) + 10, origin: second)]] + many.map({ [$0] }) {
+                    let carried = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: events, opaque: [])
+                    #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: carrier, body: Data(carried.encoded())).status == 200)
+                }
+                let transport = try #require(hub.peer(node: 0, token: laptop).transport as? HTTPTransport)
+                let asked = [first, second, crowded].map { EventIdentity(writer: $0, counter: model.counter) }
+                let answer = try #require(try await transport.answerEvents(asked))
+                #expect(answer.answeredWhole == [true, false, false])
+                let range = try EventRange(decoding: Array(answer.range))
+                #expect(range.events.contains { $0.origin == first } && !range.events.contains { $0.origin == second })
+                // Alone, the crowded identity fits, but only its smallest bodies travel.
+                let alone = try #require(try await transport.answerEvents([asked[2]]))
+                #expect(alone.answeredWhole == [false])
+                let sizes = try EventRange(decoding: Array(alone.range)).events.map(\.payload.count)
+                #expect(sizes == (0..<HubDatabase.versionsPerIdentity).map { 100 + $0 })
+            }
+        }
+    }
+
     /// One tenant's devices could take every connection of a node: token holders' connections
     /// counted per address only, and the node stops accepting at `maxConnections`, so a device
     /// of another tenant waited in the backlog. A tenant now holds at most half: a request on a
