@@ -19,9 +19,11 @@ extension Environment {
     /// `rename` (an opener then waits in `mdb_env_open`), and before letting go opens the new
     /// file itself, which (exclusive in this process) sets the lock file up for the new file.
     /// This process must not have the environment open (the caller checks).
-    /// - Parameter prepare: called with the scratch directory holding the compacted copy before
-    ///   it replaces the file (to record what must be true of the new file from its first moment).
-    package static func compactFile(at path: String, prepare: (String) throws -> Void = { _ in }) throws {
+    /// - Parameters:
+    ///   - prepare: called with the scratch directory holding the compacted copy before it
+    ///     replaces the file (to record what must be true of the new file from its first moment).
+    ///   - replaced: called once the new file is in place, while no other process can attach.
+    package static func compactFile(at path: String, prepare: (String) throws -> Void = { _ in }, replaced: () -> Void = {}) throws {
         let busy = LMDBError(code: EBUSY, detail: "another process has the store open, or opened it meanwhile; stop it (the app, `chronicle serve`, …) and try again")
         // One descriptor for every probe, closed last: closing a descriptor of lock.mdb drops
         // every fcntl lock this process holds on it.
@@ -82,6 +84,7 @@ extension Environment {
             _ = fsync(directory)
             close(directory)
         }
+        replaced()
         // Opened here, while this process holds the lock, LMDB sets lock.mdb up afresh for the
         // new file (as the first opener), then shares it: waiting openers go on with that.
         _ = try Environment(path: path)

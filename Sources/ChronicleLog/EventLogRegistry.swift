@@ -51,6 +51,9 @@ package enum EventLogRegistry {
                 entries[identity] = entry
                 return EventLogLease(eventLog: eventLog, identity: identity)
             }
+            // The first opening in this process: a purge's bytes leave the file now if no other
+            // process has it open (never for a salvage, which writes nothing to what it reads).
+            if !configuration.salvage { PurgedBytes.eraseIfMarked(path: path, logger: configuration.logger) }
             let eventLog = try mappingErrors {
                 try EventLog(directory: path, configuration: configuration)
             }

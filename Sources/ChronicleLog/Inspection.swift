@@ -172,7 +172,9 @@ extension Inspection {
     }
 
     /// Shrinks the data file at `path` to the pages in use (`mdb_env_copy2`, then
-    /// an atomic rename), keeping the store's identity. No process may have it open.
+    /// an atomic rename), keeping the store's identity and every key and sequence: the bytes of
+    /// freed pages (what purges and retention dropped) are not in the new file. No process may
+    /// have it open. Removes a purge's mark (``PurgedBytes``).
     package static func reclaimSpace(path: String) throws {
         // The new file has a new inode (kept by the rename): record it in the copy before it
         // replaces the file, so no opener, crash or power cut ever sees the store as a copy.
@@ -187,6 +189,9 @@ extension Inspection {
                 guard try txn.get(dbs.meta, key: MetaKey.home) == home else { return }
                 try txn.put(dbs.meta, key: MetaKey.home, value: LogMeta.fileIdentity(directory: scratch))
             }
+        } replaced: {
+            // Before any other process can attach again, so a purge of theirs leaves its own mark.
+            PurgedBytes.clear(path: path)
         }
     }
 }

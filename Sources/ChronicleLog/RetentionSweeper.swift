@@ -145,6 +145,8 @@ extension RetentionSweeper {
         try log.withHead(.whenAppended) { txn, head in
             let sequences = try log.historyIndex.historySequences(domain, name, txn)
             guard let plan = try planDrops(domain, name, sequences: sequences, keeping: .latest, budget: .max, txn) else { return 0 }
+            // Marked before the commit, under the write lock every process shares (``PurgedBytes``).
+            if !plan.dropped.isEmpty { try PurgedBytes.mark(path: log.path) }
             var identities: [ReplicaID: [UInt64]] = [:]
             try log.gaps.drop(plan, txn, &head, identities: &identities)
             try log.gaps.recordDropped(identities, txn)

@@ -101,11 +101,15 @@ extension Store {
     /// ```
     ///
     /// Sequences of the revisions kept do not change, so `changes(from:)` readers and peers keep
-    /// their places; the identities dropped are remembered, so no peer brings them back. Peers keep
-    /// their own copies of the revisions they received until their own retention drops them (to
-    /// drop an old secret everywhere, rotate the data key with `reseal: true`). Freed pages are
-    /// reused by later writes; they may hold old bytes until then (``reclaimSpace(directory:)``
-    /// rewrites the file).
+    /// their places; the identities dropped are remembered, so no peer brings them back. Peers and
+    /// backups keep their own copies of the revisions they received until their own retention drops
+    /// them, and a sealed one still opens there with the data key.
+    ///
+    /// The dropped revisions' bytes stay in the data file's free pages (LMDB reuses a page's space
+    /// later, and does not clear it) until the file is rewritten: the purge marks the store, and its
+    /// next opening by a process that finds no other process using it rewrites the file with a
+    /// compacting copy that keeps every sequence. ``reclaimSpace(directory:)`` does it at once
+    /// when no process has the store open.
     /// - Returns: the number of revisions dropped.
     @discardableResult
     public func purgeHistory(of key: AnyKey) throws(ChronicleError) -> Int {
@@ -125,7 +129,8 @@ extension Store {
     }
 
     /// Shrinks a store's data file to the pages in use: a compacting copy
-    /// (`mdb_env_copy2`), then an atomic rename over the old file.
+    /// (`mdb_env_copy2`), then an atomic rename over the old file. Every key and sequence stays
+    /// as it was; the bytes of what purges and retention dropped are not in the new file.
     ///
     /// No process may have the store open while this runs (this process is
     /// checked; others cannot be, so stop the app first).
