@@ -147,6 +147,11 @@ package struct KeyRecords: Sendable {
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
     package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] { try log.quarantine.deferredKeyRecords() }
 
+    /// ``deferredKeyRecords()``, each with the source it came from.
+    package func deferredKeyRecordsWithSources() throws -> [(quarantineID: UInt64, record: WrappedKey, source: String)] {
+        try log.quarantine.deferredKeyRecordsWithSources()
+    }
+
     /// The key ids that quarantined events waiting for their key name.
     package func waitingKeyIDs() throws -> Set<KeyID> { try log.quarantine.waitingKeyIDs() }
 

@@ -186,17 +186,22 @@ extension Quarantine {
 
     /// The key records an earlier import set aside for want of derivation budget, oldest first.
     package func deferredKeyRecords() throws -> [(quarantineID: UInt64, record: WrappedKey)] {
+        try deferredKeyRecordsWithSources().map { ($0.quarantineID, $0.record) }
+    }
+
+    /// ``deferredKeyRecords()``, each with the source it came from.
+    package func deferredKeyRecordsWithSources() throws -> [(quarantineID: UInt64, record: WrappedKey, source: String)] {
         try environment.read { txn in
-            var found: [(UInt64, UInt64, WrappedKey)] = []
+            var found: [(UInt64, UInt64, WrappedKey, String)] = []
             try txn.scanInPlace(dbs.quarantine) { key, value in
                 guard let header = QuarantineRecord.peek(value), header.kind == .wrappedKey, header.reason == .derivationBudget,
                     let id = UInt64(bigEndianBytes: Array(key)), let record = try? QuarantineRecord(decoding: Array(value)),
                     let wrapped = try? WrappedKey(decoding: record.bytes)
                 else { return true }
-                found.append((header.arrival, id, wrapped))
+                found.append((header.arrival, id, wrapped, record.source))
                 return true
             }
-            return found.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { ($0.1, $0.2) }
+            return found.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { ($0.1, $0.2, $0.3) }
         }
     }
 

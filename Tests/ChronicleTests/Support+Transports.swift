@@ -35,3 +35,23 @@ struct LossyRelayTransport: SyncTransport {
         return try await base.answerEvents(identities)
     }
 }
+
+/// A transport that counts the pulls it answers (each one an import at the puller).
+struct CountingTransport: SyncTransport {
+    let base: any SyncTransport
+    let pulls: Shared<Int>
+
+    func info() async throws -> ReplicaInfo { try await base.info() }
+
+    func pull(after: UInt64, filter: RangeFilter, excludingOrigin origin: ReplicaID?, maxEvents: Int) async throws -> Data {
+        pulls.withLock { $0 += 1 }
+        return try await base.pull(after: after, filter: filter, excludingOrigin: origin, maxEvents: maxEvents)
+    }
+
+    func push(_ range: Data) async throws -> RangeReceipt { try await base.push(range) }
+
+    func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {
+        pulls.withLock { $0 += 1 }
+        return try await base.answerEvents(identities)
+    }
+}

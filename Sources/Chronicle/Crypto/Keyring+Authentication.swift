@@ -102,6 +102,23 @@ extension Keyring: EventVerifier {
 }
 
 extension Keyring {
+    /// The records a screening tries, in order: the batch's own, those most of its events name
+    /// first, each with its quarantine id when the same record waits there already (a record sent
+    /// again is tried in this import, not left behind a queue). Also the key ids the batch's
+    /// events name. Records earlier batches left waiting are retried apart from any import
+    /// (``retryWaitingRecords(release:)``).
+    private func screeningOrder(_ range: EventRange) throws -> (candidates: [(WrappedKey, UInt64?)], named: Set<KeyID>) {
+        var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
+        for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
+        for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
+        let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
+        let deferred = ownRecords.isEmpty ? [] : try keyRecords.deferredKeyRecords()
+        let candidates = ownRecords.map { item in
+            (item.element, deferred.first { $0.record == item.element }?.quarantineID)
+        }
+        return (candidates, Set(naming.keys))
+    }
+
     /// Sorts the wrapped keys of a received range before its import transaction, and unwraps
     /// every data key its events are authenticated with, so the transaction runs no Argon2id.
     ///
@@ -111,43 +128,22 @@ extension Keyring {
     /// - A member opens only records whose key id an event needs: one of the batch, or one the
     ///   quarantine holds waiting for its key. Other records are ignored (never derived, stored
     ///   or quarantined); a store without an explicit key source keeps every key to relay it.
-    /// - Each (salt, cost) is derived once (``unwrapReceived(_:)``), and a batch runs at most
-    ///   ``derivationsPerBatch`` derivations: for its own records first (those most of its events
-    ///   name first), then for records earlier batches left waiting in the quarantine, oldest
-    ///   first, one derivation always kept for those. A junk record costs one derivation; a
-    ///   genuine key past its batch's budget waits, never refused, and is reached after the
-    ///   waiting records ahead of it, whatever later batches bring.
-    /// The records a screening tries, in order: the batch's own first, those most of its events
-    /// name first; then the records earlier batches left waiting, oldest first (a record sent
-    /// again is tried once), each with its quarantine id when it waited. Also the waiting
-    /// records, and the key ids the batch's events name.
-    private func screeningOrder(
-        _ range: EventRange
-    ) throws -> (candidates: [(WrappedKey, UInt64?)], waiting: [(quarantineID: UInt64, record: WrappedKey)], named: Set<KeyID>) {
-        var naming: [KeyID: Int] = [:]  // how many events of the batch name each key
-        for event in range.events { for id in event.namedKeyIDs { naming[id, default: 0] += 1 } }
-        for item in range.opaque { if let (id, _) = Event.trailingAuthenticator(item.bytes) { naming[id, default: 0] += 1 } }
-        let deferred = try keyRecords.deferredKeyRecords()
-        let ownRecords = range.keys.enumerated().sorted { (naming[$0.element.id] ?? 0, $1.offset) > (naming[$1.element.id] ?? 0, $0.offset) }
-        let waitingRecords = deferred.filter { item in !range.keys.contains(item.record) }
-        let candidates = ownRecords.map { item in
-            (item.element, deferred.first { $0.record == item.element }?.quarantineID)
-        } + waitingRecords.map { ($0.record, Optional($0.quarantineID)) }
-        return (candidates, waitingRecords, Set(naming.keys))
-    }
-
+    /// - Each (salt, cost) is derived once (``unwrapReceived(_:source:)``), and a batch runs at
+    ///   most ``derivationsPerBatch`` derivations, for its own records (those most of its events
+    ///   name first), in `source`'s turns (``DerivationTurns``): what other sources queued delays
+    ///   it by one run each. An import whose records need no derivation runs none and waits for
+    ///   none. Records earlier imports left waiting are retried apart, on a thread of their own
+    ///   (``retryWaitingRecords(release:)``).
+    ///
     /// - Throws: `.corruptMeta` when this store's key records cannot be listed (a member would
     ///   otherwise quarantine genuine events whose keys it holds, saying nothing).
-    func prepareImport(_ range: EventRange) throws -> KeyScreening {
+    func prepareImport(_ range: EventRange, source: String) throws -> KeyScreening {
         guard isMember else { return Self.screenWithoutKeyring(range, minimum: travelLimits) }
         var screening = KeyScreening()
         var derivations = 0
         var known = Set(try keyRecords.wrappedKeyIDs())
         var waiting: Set<KeyID>?  // read only when a record names no event of the batch
-        let (candidates, waitingRecords, named) = try screeningOrder(range)
-        // One derivation of each batch is kept for the oldest waiting record, so a key left
-        // waiting is reached however many records later batches bring of their own.
-        let ownBudget = waitingRecords.isEmpty ? Self.derivationsPerBatch : Self.derivationsPerBatch - 1
+        let (candidates, named) = try screeningOrder(range)
         // Records a derivation showed before not to open (in this process or another) are not
         // derived again: a carrier's junk costs one derivation, once.
         let tagKey = try unopenedTagKey(needed: candidates.contains { $0.0.kind == .passphrase && !known.contains($0.0.id) })
@@ -171,8 +167,7 @@ extension Keyring {
                 continue
             }
             if needsDerivation(record) {
-                let budget = quarantineID == nil || !waitingRecords.contains(where: { $0.quarantineID == quarantineID }) ? ownBudget : Self.derivationsPerBatch
-                let withinBatch = derivations < budget
+                let withinBatch = derivations < Self.derivationsPerBatch
                 guard withinBatch, takeReceivedDerivation(waited: quarantineID != nil) else {
                     screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
                     if quarantineID == nil {
@@ -187,7 +182,7 @@ extension Keyring {
                 derivations += 1
             }
             do {
-                let key = try unwrapReceived(record)
+                let key = try unwrapReceived(record, source: source)
                 state.withLock { $0.dataKeys[record.id] = key }
                 screening.accepted.append(record)
                 known.insert(record.id)

@@ -102,9 +102,13 @@ final class Keyring: EventSealer {
         }
     }
 
-    /// Derivations for received records take turns: pushes to one store that bring junk records
-    /// cost it one core at a time, and memory for one Argon2id run (up to 1 GiB).
-    let receivedDerivationTurn = DispatchSemaphore(value: 1)
+    /// Derivations for received records take turns, by source: pushes to one store that bring
+    /// junk records cost it one core at a time, and memory for one Argon2id run (up to 1 GiB),
+    /// and one source's queue never stands before another source's next record.
+    let receivedDerivationTurns = DerivationTurns()
+
+    /// The retry of records earlier imports left waiting, on a thread of its own (``retryWaitingRecords(release:)``).
+    let waitingRetry = WaitingRecordRetry()
 
     // MARK: - Opening
 
@@ -348,19 +352,18 @@ final class Keyring: EventSealer {
     static let receivedKEKCapacity = 256
 
     /// Unwraps a record a peer sent. A passphrase KEK is derived at most once per (salt, cost)
-    /// among the last ``receivedKEKCapacity``, whether or not it opens the record.
-    func unwrapReceived(_ record: WrappedKey) throws -> SecureBytes {
+    /// among the last ``receivedKEKCapacity``, whether or not it opens the record, in `source`'s
+    /// turn (``DerivationTurns``).
+    func unwrapReceived(_ record: WrappedKey, source: String) throws -> SecureBytes {
         guard record.kind == .passphrase, case let .passphrase(passphrase, _) = sourceValue else { return try unwrap(record, cacheKEK: false) }
         if let problem = Self.boundsProblem(record, minimum: .minimum) {
             throw ChronicleError.corruptKeyRecord(id: record.id.description, reason: problem)
         }
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
         let cached = state.withLock { $0.keks[cacheKey] ?? $0.receivedKEKs[cacheKey] }
-        let kek = try cached ?? {
-            receivedDerivationTurn.wait()
-            defer { receivedDerivationTurn.signal() }
-            return try passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
-        }()
+        let kek = try cached ?? receivedDerivationTurns.run(source: source) {
+            try passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+        }
         if cached == nil {
             state.withLock { state in
                 state.receivedKEKs[cacheKey] = kek

@@ -1,4 +1,5 @@
 import ChronicleFormat
+import Logging
 import ChronicleLog
 public import Foundation
 
@@ -79,15 +80,43 @@ extension Store {
     func importRangeReportingReceived(
         _ range: EventRange, checkpoint: (key: CheckpointKey, value: UInt64, chain: [UInt8])?, source: String, verify: Bool = true
     ) throws(ChronicleError) -> (receipt: RangeReceipt, received: [ClosedRange<UInt64>]) {
-        try importScreened(range, screening: try screenKeys(of: range), checkpoint: checkpoint, source: source, verify: verify)
+        try importScreened(range, screening: try screenKeys(of: range, source: source), checkpoint: checkpoint, source: source, verify: verify)
     }
 
     /// Sorts a received range's key records and derives the keys its events need (Argon2id:
-    /// up to a second each), before any write lock is taken.
-    func screenKeys(of range: EventRange) throws(ChronicleError) -> KeyScreening {
+    /// up to a second each, in `source`'s turns), before any write lock is taken.
+    func screenKeys(of range: EventRange, source: String) throws(ChronicleError) -> KeyScreening {
         let keyring = try? crypto.get()
-        return try mappingErrors { try keyring?.prepareImport(range) }
+        return try mappingErrors { try keyring?.prepareImport(range, source: source) }
             ?? Keyring.screenWithoutKeyring(range, minimum: configuration.travelKeyCost.limits)
+    }
+
+    /// Starts the retry of key records earlier imports left waiting, on a thread of its own, when
+    /// the quarantine holds anything: each record that opens is stored and releases the events
+    /// waiting for it, in an import of its own (``Keyring/retryWaitingRecords(release:)``).
+    func retryWaitingKeyRecords() {
+        guard configuration.keySource != nil, let keyring = try? crypto.get(), let eventLog = try? eventLog,
+            (try? eventLog.quarantine.quarantineCount()) ?? 0 > 0
+        else { return }
+        keyring.retryWaitingRecords { [weak self] screening in
+            guard let self else { return }
+            do {
+                let empty = EventRange(source: try self.replicaID, epoch: .zero, after: 0, upTo: 0, head: 0, keys: [], events: [], opaque: [])
+                _ = try self.importScreened(empty, screening: screening, checkpoint: nil, source: Self.waitedRecordSource)
+            } catch {
+                self.configuration.logger.warning(
+                    "chronicle: a key record that waited for its derivation could not be stored; a later import tries again",
+                    metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The source of the imports that apply a retry's outcome.
+    static let waitedRecordSource = "a key record that waited"
+
+    /// Waits until no retry of waiting key records runs (``retryWaitingKeyRecords()``).
+    func waitForKeyRecordRetries() {
+        (try? crypto.get())?.waitingRetry.waitUntilIdle()
     }
 
     /// A received range decoded and its keys screened (``prepareImport(_:)``), ready for
@@ -99,9 +128,11 @@ extension Store {
 
     /// Decodes a received range and screens its key records (any Argon2id runs here), without
     /// taking the store's write lock: what ``importRange(_:from:)`` does before its transaction.
-    @_spi(Tools) public func prepareImport(_ data: Data) throws(ChronicleError) -> PreparedImport {
+    /// - Parameter source: whose turn its derivations take (``DerivationTurns``): a server passes
+    ///   the client's address, so one client's queue never stands before another's record.
+    @_spi(Tools) public func prepareImport(_ data: Data, source: String) throws(ChronicleError) -> PreparedImport {
         let range = try EventRange(decoding: Array(data))
-        return PreparedImport(range: range, screening: try screenKeys(of: range))
+        return PreparedImport(range: range, screening: try screenKeys(of: range, source: source))
     }
 
     /// Imports a prepared range in one durable transaction (no Argon2id runs in it), as
@@ -117,12 +148,15 @@ extension Store {
         let eventLog = try eventLog
         let keyring = try? crypto.get()
         let verifier: (any EventVerifier)? = verify && configuration.keySource != nil ? keyring : nil
-        return try mappingErrors {
+        let result = try mappingErrors {
             try eventLog.rangeImport.importRangeReportingReceived(
                 range, keys: screening, verifier: verifier, requireSealedDefaults: configuration.encryptDefaults, checkpoint: checkpoint,
                 // A copy of a store's own log (no verification) keeps every relay-only record it held.
                 source: source, boundRelayOnly: verify)
         }
+        // A release (an import of a retry's outcome) starts no retry of its own: its pass goes on.
+        if source != Self.waitedRecordSource { retryWaitingKeyRecords() }
+        return result
     }
 
     /// Gives this store's passphrase-wrapped keys their travel wraps before anything leaves it.

@@ -150,13 +150,14 @@ struct StoreBackend: SyncBackend {
         return (Array(answer.range), answer.answeredWhole ?? [])
     }
 
-    func push(_ body: [UInt8], from caller: Caller) async throws -> RangeReceipt {
+    func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> RangeReceipt {
         let (store, data) = (store, Data(body))
-        // Key derivations (Argon2id, up to a second each) run before the import, off NIO's pool
-        // and one at a time across the process; imports run on their own thread, one at a time
-        // (they serialize on the store's write lock anyway): a push that brings no key to derive
-        // never waits for one that does.
-        let prepared = try await screening { try store.prepareImport(data) }
+        // Key derivations (Argon2id, up to a second each) run before the import, on a thread of
+        // the push's own, in turns by client address across the process: a push that brings no
+        // key to derive never waits for one that does, and one client's queue of derivations
+        // delays another client's record by one run. Imports run on their own thread, one at a
+        // time (they serialize on the store's write lock anyway).
+        let prepared = try await screening { try store.prepareImport(data, source: "HTTP push from \(client)") }
         return try await importing { try store.importPrepared(prepared, from: "HTTP push") }
     }
 }
@@ -177,17 +178,17 @@ func importing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async th
 
 private let importQueue = DispatchQueue(label: "chronicle.serve.imports", qos: .utility)
 
-/// Screens a push's key records on a thread of its own (pushes screen side by side; their
-/// Argon2id runs take turns inside the keyring): a push whose keys the store holds is screened
-/// at once, whatever other pushes derive, and no thread that serves pulls waits for a derivation.
+/// Screens a push's key records on a thread of its own: a screening waiting for its turn to
+/// derive (``DerivationTurns``) parks only its own thread, never one another push, a pull or an
+/// info request needs; a push whose keys the store holds is screened at once. Threads are
+/// bounded by the server's connections.
 func screening<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        screeningQueue.async { continuation.resume(with: Result { try work() }) }
+        let thread = Thread { continuation.resume(with: Result { try work() }) }
+        thread.name = "chronicle.serve.screening"
+        thread.start()
     }
 }
-
-private let screeningQueue = DispatchQueue(label: "chronicle.serve.screening", qos: .utility, attributes: .concurrent)
-
 
 extension ChronicleServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The store served; never the token.

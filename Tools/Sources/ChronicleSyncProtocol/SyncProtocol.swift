@@ -55,7 +55,8 @@ package protocol SyncBackend: Sendable {
     /// The encoded range `GET /v1/range` answers.
     func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8]
     /// Applies a pushed range; what `POST /v1/range` answers once it is durable.
-    func push(_ body: [UInt8], from caller: Caller) async throws -> Receipt
+    /// `client` is the connection's client (``ConnectionGuard/client(_:)``).
+    func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> Receipt
     /// The encoded range of events with these identities (at most
     /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers, and for each distinct
     /// identity whether it was answered whole (the `Chronicle-Answered-Whole` header).
@@ -172,7 +173,7 @@ package enum SyncRoutes {
             let caller = try context.requireCaller()
             return try await budget.withBody(of: request, limit: maxBodySize, owner: backend.bodyOwner(caller, client: context.client)) { body in
                 do {
-                    return try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller))
+                    return try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller, client: context.client))
                 } catch let error as ChronicleError {
                     // A range that does not decode or verify: nothing of it was applied.
                     guard case .malformedInput = error else { throw error }

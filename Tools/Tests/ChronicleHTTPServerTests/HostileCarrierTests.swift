@@ -146,4 +146,82 @@ struct HostileCarrierTests {
             }
         }
     }
+
+    /// A carrier's push holds a derivation at a gate (an Argon2id run that takes long), with key
+    /// records earlier pushes left waiting in the quarantine. A member's push whose key the server
+    /// holds, and a push with no key record, apply at once over HTTP: before, every push kept a
+    /// derivation for the waiting records and waited its turn behind the carrier's (46 s behind 8
+    /// SENSITIVE pushes, 0.0 s alone).
+    @Test func aPushThatNeedsNoDerivationDoesNotWaitForOneHeldAtAGate() async throws {
+        let directories = Directories()
+        var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .minimumForTesting
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        let member = try Store(directory: directories.make(), configuration: configuration)
+        member[.httpNote] = "first"
+        _ = try served.importRange(try member.exportRange(after: 0))  // the server holds the member's key
+        let model = try #require(try EventRange(decoding: Array(try member.exportRange(after: 0))).events.first)
+        func junk(_ records: Int) -> Data {
+            let keys = (0..<records).map { _ in
+                WrappedKey(
+                    id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: KeyDerivationCost.minimumForTesting.limits, created: 0,
+                    nonce: randomBytes(24), sealedKey: randomBytes(48))
+            }
+            let events = keys.map { key in
+                var event = model
+                event.origin = ReplicaID.random()
+                event.authenticator?.keyID = key.id
+                return event
+            }
+            return Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: keys, events: events, opaque: []).encoded())
+        }
+        _ = try served.importRange(junk(16), from: "HTTP push")
+        served.waitForKeyRecordRetries()
+        #expect(try served.quarantinedItems().contains { $0.reason == .derivationBudget }, "no record waits")
+        let turns = try served.crypto.get().receivedDerivationTurns
+        let (entered, opened) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        turns.gate.withLock {
+            $0 = { source in
+                guard source.hasPrefix("HTTP push from") else { return }
+                entered.signal()
+                opened.wait()
+            }
+        }
+        let carrierPush = junk(1)
+        try await withServer(served, token: "the token") { url in
+            let carrier = Task { try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: carrierPush) }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Thread {
+                    entered.wait()
+                    continuation.resume()
+                }.start()
+            }
+            member[.httpNote] = "second"
+            let memberPush = try member.exportRange(after: 0)
+            var bare = try EventRange(decoding: Array(memberPush))
+            bare.keys = []
+            let bareBody = Data(bare.encoded())
+            let pushes = Task {
+                let first = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: memberPush)
+                let second = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: bareBody)
+                return (first.status, second.status)
+            }
+            let done = Flag()
+            let watcher = Task {
+                _ = try? await pushes.value
+                done.set()
+            }
+            // A generous hang guard: it fails only when the pushes never return while the gate holds.
+            #expect(await eventually(within: 120) { done.isSet }, "a push that needs no derivation waited for one held at a gate")
+            opened.signal()
+            _ = await watcher.value
+            let statuses = try await pushes.value
+            #expect(statuses.0 == 200 && statuses.1 == 200)
+            #expect(served[.httpNote] == "second")
+            #expect(try await carrier.value.status == 200)
+        }
+        turns.gate.withLock { $0 = nil }
+        served.waitForKeyRecordRetries()
+    }
 }
+
