@@ -50,6 +50,7 @@ extension Environment {
             return status.st_mtim
             #endif
         }
+        removeAbandonedScratch(in: path)
         let scratch = path + "/.compact-\(UInt64.random(in: 0...UInt64.max))"
         guard mkdir(scratch, 0o700) == 0 else { throw LMDBError(code: errno) }
         defer {
@@ -58,9 +59,10 @@ extension Environment {
             rmdir(scratch)
         }
         let stamp: timespec?
+        let before: Int
         do {
             let environment = try Environment(path: path)
-            let before = environment.lastTransactionID
+            before = environment.lastTransactionID
             try environment.copy(to: scratch, compact: true)
             let copy = open(scratch + "/data.mdb", O_RDWR | O_CLOEXEC | O_NOFOLLOW)
             guard copy >= 0 else { throw LMDBError(code: errno) }
@@ -76,7 +78,10 @@ extension Environment {
         // Nobody else attached (else the exclusive lock fails), and nobody wrote since the check
         // (a commit rewrites a meta page): then replace the file while openers wait.
         guard lock(F_SETLK, F_WRLCK).l_type == Int16(F_WRLCK), let stamp, let now = modified(),
-            now.tv_sec == stamp.tv_sec, now.tv_nsec == stamp.tv_nsec
+            now.tv_sec == stamp.tv_sec, now.tv_nsec == stamp.tv_nsec,
+            // A process that attached, committed and left between the copy's end and the lock
+            // moved the file's last transaction id (a modification time can miss it within a tick).
+            committedTransactionID(dataFile: path + "/data.mdb") == UInt64(before)
         else { throw busy }
         guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -88,5 +93,44 @@ extension Environment {
         // Opened here, while this process holds the lock, LMDB sets lock.mdb up afresh for the
         // new file (as the first opener), then shares it: waiting openers go on with that.
         _ = try Environment(path: path)
+    }
+
+    /// The id of the last transaction committed to the data file `dataFile`, read from its two
+    /// meta pages without attaching to the environment (LMDB's layout: a 16-byte page header,
+    /// then `MDB_meta`, whose magic is at 0, the free DB's `md_pad` (the page size) at 24 and
+    /// `mm_txnid` at 128); `nil` when the file cannot be read as LMDB's.
+    static func committedTransactionID(dataFile: String) -> UInt64? {
+        let descriptor = open(dataFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        func meta(at offset: Int) -> (pageSize: UInt32, transaction: UInt64)? {
+            var bytes = [UInt8](repeating: 0, count: 160)
+            guard pread(descriptor, &bytes, bytes.count, off_t(offset)) == bytes.count else { return nil }
+            func load<T: FixedWidthInteger>(_ at: Int, as: T.Type) -> T {
+                bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: T.self)) }
+            }
+            guard load(16, as: UInt32.self) == 0xBEEF_C0DE else { return nil }
+            return (load(40, as: UInt32.self), load(144, as: UInt64.self))
+        }
+        guard let first = meta(at: 0), first.pageSize >= 512, let second = meta(at: Int(first.pageSize)) else { return nil }
+        return max(first.transaction, second.transaction)
+    }
+
+    /// Deletes scratch directories a compaction left when its process died mid-copy. Called only
+    /// once no other process is attached, so no compaction of another process is running.
+    private static func removeAbandonedScratch(in path: String) {
+        guard let directory = opendir(path) else { return }
+        var entries: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            entries.append(name)
+        }
+        closedir(directory)
+        for entry in entries where entry.hasPrefix(".compact-") {
+            let scratch = path + "/" + entry
+            unlink(scratch + "/data.mdb")
+            unlink(scratch + "/lock.mdb")
+            rmdir(scratch)
+        }
     }
 }

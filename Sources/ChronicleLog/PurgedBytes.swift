@@ -58,8 +58,7 @@ package enum PurgedBytes {
     package static func eraseIfMarked(path: String, logger: Logger) {
         guard isMarked(path: path) else { return }
         do {
-            try Inspection.reclaimSpace(path: path)
-            clear(path: path)
+            try Inspection.reclaimSpace(path: path)  // clears the mark while no other process can attach
             logger.info("chronicle: rewrote the data file, so purged revisions are gone from it", metadata: ["store": "\(path)"])
         } catch let error as LMDBError where error.code == EBUSY {
             logger.debug("chronicle: purged revisions stay in free pages while another process has the store open", metadata: ["store": "\(path)"])

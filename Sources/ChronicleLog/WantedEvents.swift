@@ -7,7 +7,8 @@ package import ChronicleLMDB
 /// identity (docs/FORMAT.md 7.6): the quarantine never loses a genuine event for good, whatever
 /// a stranger floods it with.
 ///
-/// `meta` `want/` ‖ key id ‖ writer ‖ u64 counter → u64 Unix ms it was lost ‖ u8 times asked.
+/// `meta` `want/` ‖ key id ‖ writer ‖ u64 counter → u64 Unix ms it was lost ‖ u8 times asked ‖
+/// u8 answers cut short before it (absent in entries of builds before it: 0).
 /// At most ``capacity``; past it, the entries lost longest ago are forgotten (a tenth at once),
 /// and at most once a day (`meta` `want.rewound`: u64 Unix ms of the last time) the member marks
 /// its pull checkpoints for deletion (`want.rewind`): its next sync deletes them before it
@@ -20,8 +21,12 @@ package enum WantedEvents {
     package static let prefix = Array("want/".utf8)
     /// The most identities a member keeps asking for.
     package static let capacity = 16_384
-    /// How many times an identity is asked for before it is forgotten.
+    /// How many answers from peers that had room for an identity, and did not bring it, it is
+    /// asked for before it is forgotten.
     package static let maxAsks: UInt8 = 16
+    /// How many answers that ran out of room before an identity it is asked for before it is
+    /// forgotten all the same: a peer that always says so cannot keep an entry for ever.
+    package static let maxCutShort: UInt8 = 64
 
     private static func entryKey(_ keyID: KeyID, _ identity: EventIdentity) -> [UInt8] {
         prefix + keyID.bytes + identity.dot
@@ -133,11 +138,19 @@ package enum WantedEvents {
             if try txn.get(dbs.dots, key: entry.identity.dot) != nil {
                 try txn.delete(dbs.meta, key: entry.key)
             } else if cut.contains(entry.identity) {
-                continue  // the peer ran out of room before it: this answer says nothing of it
+                // The peer ran out of room before it: the answer says nothing of it, and counts
+                // against a larger bound of its own, so no peer keeps an entry for ever.
+                let cutShort = entry.value.count >= 10 ? entry.value[9] : 0
+                if cutShort >= maxCutShort - 1 {
+                    try txn.delete(dbs.meta, key: entry.key)
+                } else {
+                    try txn.put(dbs.meta, key: entry.key, value: Array(entry.value.prefix(8)) + [asked, cutShort + 1])
+                }
             } else if asked >= maxAsks - 1 {
                 try txn.delete(dbs.meta, key: entry.key)
             } else {
-                try txn.put(dbs.meta, key: entry.key, value: Array(entry.value.prefix(8)) + [asked + 1])
+                let cutShort = entry.value.count >= 10 ? entry.value[9] : 0
+                try txn.put(dbs.meta, key: entry.key, value: Array(entry.value.prefix(8)) + [asked + 1, cutShort])
             }
         }
     }

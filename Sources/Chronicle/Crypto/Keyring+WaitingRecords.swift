@@ -23,10 +23,14 @@ final class WaitingRecordRetry: Sendable {
     func nextSource(among sources: [String]) -> String? {
         guard !sources.isEmpty else { return nil }
         return state.withLock { state in
-            let next = state.lastSource.flatMap { sources.firstIndex(of: $0) }.map { sources[($0 + 1) % sources.count] } ?? sources[0]
-            state.lastSource = next
-            return next
+            state.lastSource.flatMap { sources.firstIndex(of: $0) }.map { sources[($0 + 1) % sources.count] } ?? sources[0]
         }
+    }
+
+    /// Records that `source` was served (only once its derivation took place: a source whose
+    /// turn found the minute's ceiling spent keeps its place).
+    func served(_ source: String) {
+        state.withLock { $0.lastSource = source }
     }
 
     /// Runs `pass` on a thread of its own, unless a pass runs: then that one runs once more.
@@ -37,10 +41,10 @@ final class WaitingRecordRetry: Sendable {
                 return false
             }
             state.running = true
+            passes.enter()  // under the lock: a wait that sees `running` sees the pass
             return true
         }
         guard starts else { return }
-        passes.enter()
         let thread = Thread { [self] in
             while true {
                 pass()
@@ -107,6 +111,7 @@ extension Keyring {
             guard let source = waitingRetry.nextSource(among: sources), let index = needing.firstIndex(where: { $0.source == source }),
                 takeReceivedDerivation(waited: true)
             else { return }
+            waitingRetry.served(source)
             let item = needing.remove(at: index)
             settle(item, tagKey: tagKey, release: release)
             // A record that opened makes the others under its id junk to this store: they go now.

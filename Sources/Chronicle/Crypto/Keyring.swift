@@ -362,7 +362,8 @@ final class Keyring: EventSealer {
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
         let cached = state.withLock { $0.keks[cacheKey] ?? $0.receivedKEKs[cacheKey] }
         let kek = try cached ?? receivedDerivationTurns.run(source: source) {
-            try passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+            // Another caller with the same salt and cost may have derived it while this one waited.
+            try state.withLock { $0.receivedKEKs[cacheKey] } ?? passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
         }
         if cached == nil {
             state.withLock { state in

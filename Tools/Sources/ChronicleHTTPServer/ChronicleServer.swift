@@ -157,8 +157,10 @@ struct StoreBackend: SyncBackend {
         // key to derive never waits for one that does, and one client's queue of derivations
         // delays another client's record by one run. Imports run on their own thread, one at a
         // time (they serialize on the store's write lock anyway).
-        let prepared = try await screening { try store.prepareImport(data, source: "HTTP push from \(client)") }
-        return try await importing { try store.importPrepared(prepared, from: "HTTP push") }
+        // One source for both: what waits in the quarantine is retried in the same client's turns.
+        let source = "HTTP push from \(client)"
+        let prepared = try await screening { try store.prepareImport(data, source: source) }
+        return try await importing { try store.importPrepared(prepared, from: source) }
     }
 }
 

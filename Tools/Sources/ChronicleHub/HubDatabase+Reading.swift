@@ -99,9 +99,9 @@ extension HubDatabase {
         return keys
     }
 
-    /// The tenant's events with these identities (the `versionsPerIdentity` smallest bodies
-    /// stored under each: a relay cannot tell a carrier's from a member's), each identity's
-    /// smallest first, at most ~1 MiB of bodies (at least one), with the key records they name,
+    /// The tenant's events with these identities (up to `versionsPerIdentity` bodies stored under
+    /// each, each pushing device's smallest first: a relay cannot tell a carrier's from a
+    /// member's), each identity's smallest first, at most ~1 MiB of bodies (at least one), with the key records they name,
     /// as the range `POST /v1/events` answers: its `after` and `upTo` are both the head, so it
     /// moves no puller's checkpoint. `whole` says for each distinct identity whether every body
     /// stored under it fitted.
@@ -122,12 +122,13 @@ extension HubDatabase {
         var bodies: [[UInt8]] = []
         var whole = [Bool](repeating: true, count: asked.count)
         if !asked.isEmpty {
-            // Each identity's smallest bodies, read through `events_identity_size` (at most one
-            // more than an answer carries, to know whether it holds more): what a token holder
-            // stored under one identity costs a request nothing more. Each identity's smallest
-            // first, then each one's next, smaller before larger: a body padded to the bound
-            // cannot crowd the genuine one out. A body past the budget comes back as NULL, so
-            // its identity is not answered whole. Bounded in time (`eventRequestTimeoutMilliseconds`).
+            // Each identity's bodies, each pushing device's smallest first (a token holder's many
+            // small forgeries cannot push the genuine body, which another device pushed, out of
+            // an answer), at most one more than an answer carries, to know whether it holds more.
+            // Then each identity's first, then each one's next, smaller before larger: a body padded
+            // to the bound cannot crowd the genuine one out. A body past the budget comes back as
+            // NULL, so its identity is not answered whole. Bounded in time
+            // (`eventRequestTimeoutMilliseconds`): 20,000 bodies under one identity cost ~130 ms.
             let perIdentity = Int64(Self.versionsPerIdentity)
             let rows = try await transaction { connection in
                 try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(Self.eventRequestTimeoutMilliseconds))", logger: logger)
@@ -138,12 +139,14 @@ extension HubDatabase {
                             sum(r.length) OVER (ORDER BY r.rank, r.length, r.position) - r.length AS before
                         FROM (
                             SELECT w.ordinal, b.body, b.position, b.length,
-                                row_number() OVER (PARTITION BY w.ordinal ORDER BY b.length, b.position) AS rank
+                                row_number() OVER (PARTITION BY w.ordinal ORDER BY b.device_rank, b.length, b.position) AS rank
                             FROM unnest(\(writers)::bytea[], \(counters)::bigint[]) WITH ORDINALITY AS w(writer, counter, ordinal)
                             CROSS JOIN LATERAL (
-                                SELECT e.body, e.position, octet_length(e.body) AS length FROM events e
-                                WHERE e.tenant_id = \(tenant) AND e.writer = w.writer AND e.counter = w.counter
-                                ORDER BY octet_length(e.body), e.position LIMIT \(perIdentity + 1)) b) r) s
+                                SELECT d.body, d.position, d.length, d.device_rank FROM (
+                                    SELECT e.body, e.position, octet_length(e.body) AS length,
+                                        row_number() OVER (PARTITION BY e.device ORDER BY octet_length(e.body), e.position) AS device_rank
+                                    FROM events e WHERE e.tenant_id = \(tenant) AND e.writer = w.writer AND e.counter = w.counter) d
+                                ORDER BY d.device_rank, d.length, d.position LIMIT \(perIdentity + 1)) b) r) s
                     ORDER BY rank, length, position
                     """, logger: logger)
                 var found: [(Int64, ByteBuffer?)] = []

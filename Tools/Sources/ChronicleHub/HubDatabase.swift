@@ -42,10 +42,10 @@ public final class HubDatabase: Sendable {
     /// The longest the statement answering a request for events by identity may run (PostgreSQL's
     /// `statement_timeout`, set for that transaction only): past it the request gets 503.
     static let eventRequestTimeoutMilliseconds = 5_000
-    /// The most bodies of one identity an answer to a request by identity carries (the
-    /// smallest; docs/FORMAT.md 7.6): a member needs the genuine one, and a token holder who
-    /// stores more under an identity costs the answer nothing more.
-    static let versionsPerIdentity = 4
+    /// The most bodies of one identity an answer to a request by identity carries (each pushing
+    /// device's smallest first; docs/FORMAT.md 7.6): a member needs the genuine one, which the
+    /// device that wrote it pushed.
+    static let versionsPerIdentity = 8
     /// The channel the hub's nodes notify on: the payload is the tenant id.
     static let channel = "chronicle_hub"
     /// The most tokens a node remembers (``device(token:)``).
@@ -260,13 +260,6 @@ public final class HubDatabase: Sendable {
             statements: [
                 "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS arrival bigserial",
                 "CREATE INDEX IF NOT EXISTS wrapped_keys_arrival ON wrapped_keys (tenant_id, key_id, arrival)",
-            ]),
-        // An identity's bodies smallest first: a request by identity reads the few an answer
-        // carries, however many a token holder stored under it (FORMAT.md 7.6).
-        HubMigration(
-            version: 6, name: "events of an identity by size",
-            statements: [
-                "CREATE INDEX IF NOT EXISTS events_identity_size ON events (tenant_id, writer, counter, octet_length(body), position)"
             ]),
     ]
 

@@ -109,6 +109,33 @@ extension HubTests {
         }
     }
 
+    /// A token holder who reads a member's identity pushes more small forged bodies under it
+    /// than an answer carries, each smaller than the genuine one: with the smallest bodies first,
+    /// the genuine one never travelled, and the answer (saying it ran out of room) kept the
+    /// member asking for ever. Each pushing device's smallest body comes first now.
+    @Test func manySmallForgeriesFromOneDeviceDoNotHideTheGenuineBody() async throws {
+        try await withHub { hub in
+            let tenant = try await hub.tenant()
+            let (laptop, carrier) = (try await hub.token(tenant, "laptop"), try await hub.token(tenant, "carrier"))
+            try await withTemporaryStores(1, configuration: groupConfiguration("family secret")) { stores in
+                let store = stores[0]
+                try store.set(String(repeating: "genuine ", count: 40), for: .hubNote)
+                try await Replicator(store: store, peers: [hub.peer(node: 0, token: laptop)]).sync()
+                let genuine = try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.last { $0.key == Keys.hubNote.name })
+                for size in 1...(HubDatabase.versionsPerIdentity + 4) {
+                    var forged = genuine
+                    forged.payload = randomBytes(size)
+                    let carried = EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [forged], opaque: [])
+                    #expect(try await rawRequest(hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: carrier, body: Data(carried.encoded())).status == 200)
+                }
+                let transport = try #require(hub.peer(node: 0, token: laptop).transport as? HTTPTransport)
+                let answer = try #require(try await transport.answerEvents([EventIdentity(writer: genuine.origin, counter: genuine.counter)]))
+                let range = try EventRange(decoding: Array(answer.range))
+                #expect(range.events.contains { $0.payload == genuine.payload }, "\(range.events.count) forged bodies and not the genuine one")
+            }
+        }
+    }
+
     /// One tenant's devices could take every connection of a node: token holders' connections
     /// counted per address only, and the node stops accepting at `maxConnections`, so a device
     /// of another tenant waited in the backlog. A tenant now holds at most half: a request on a
