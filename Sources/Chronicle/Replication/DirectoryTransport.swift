@@ -87,10 +87,10 @@ public struct DirectoryTransport: SyncTransport, FileMarkingTransport {
     }
 
     /// Answers from the files: the versions of each asked identity the files hold, the smallest
-    /// first and at most ``MailboxAnswer/versionsPerIdentity`` of each, with at most 16 key
-    /// records per id they name from the files they came from, up to about 1 MiB of events and
-    /// records together and at most 4,096 items, in a range whose `after` and `upTo` are both
-    /// the mailbox's head. Memory stays within the answer's budget, whatever the files hold.
+    /// first and at most 4 of each, with at most 16 key records per id they name from the files
+    /// they came from, up to about 1 MiB of events and records together and at most 4,096 items,
+    /// in a range whose `after` and `upTo` are both the mailbox's head. Memory stays within the
+    /// answer's budget, whatever the files hold.
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? {
         try await answerEvents(identities)?.range
     }
