@@ -16,16 +16,15 @@ struct ChronicleCommand: AsyncParsableCommand {
         commandName: "chronicle",
         abstract: "Read, replay, verify, sync and change a Chronicle store.",
         discussion: """
-            Every command takes --store DIR (default: the embedded default store, $CHRONICLE_HOME or
-            ~/.local/share/chronicle/chronicle) or --app ID (the store an app bootstrapped with that id).
-            Commands that only read (get, log, keys, stats, verify, replay, export, quarantine) and rm and
-            compact refuse a path that holds no store rather than create one.
-            Sealed stores need --passphrase-file FILE, CHRONICLE_PASSPHRASE or --key-file FILE.
+            Every command takes --store DIR (default: the embedded default store, $CHRONICLE_HOME or \
+            ~/.local/share/chronicle/chronicle) or --app ID (the store an app bootstrapped with that id). \
+            Commands that only read (get, log, keys, stats, verify, replay, export, quarantine) and rm and \
+            compact refuse a path that holds no store rather than create one. Sealed stores need \
+            --passphrase-file FILE, CHRONICLE_PASSPHRASE or --key-file FILE.
 
-            Exit statuses: 0 success; 1 `get` or `rm` found no value for the key, or `verify` found
-            damage; 2 an error (a store that cannot
-            be opened or is damaged, a wrong key, a refused file, a failed sync; the message is on stderr);
-            64 a usage error (unknown command or option, bad value).
+            Exit statuses: 0 success; 1 `get` or `rm` found no value for the key, or `verify` found \
+            damage; 2 an error (a store that cannot be opened or is damaged, a wrong key, a refused file, \
+            a failed sync; the message is on stderr); 64 a usage error (unknown command or option, bad value).
             """,
         version: chronicleVersion,
         subcommands: [

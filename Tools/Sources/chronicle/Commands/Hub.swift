@@ -15,6 +15,7 @@ extension ChronicleCommand {
             discussion: """
                 The database is a PostgreSQL URL, from --database or CHRONICLE_HUB_DATABASE:
                   postgres://USER:PASSWORD@HOST:5432/DATABASE?sslmode=require
+
                 Run `chronicle hub migrate` once, then any number of `chronicle hub serve` nodes.
                 """,
             subcommands: [Migrate.self, Serve.self, Tenant.self, Token.self, Keys.self])

@@ -12,6 +12,7 @@ extension ChronicleCommand {
                 are filled, stamped earlier than any change: an import never overwrites what the user \
                 set, here or on another device, and a second run adds nothing. Typed keys of the \
                 matching type read them at once. Imported keys stay on this device unless --sync says otherwise.
+
                 Examples:
                   chronicle import-plist ~/.config/com.example.app.plist --store ./store
                   chronicle import-plist prefs.plist --name theme --name launches --store ./store
