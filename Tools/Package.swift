@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The benchmark's SQLite peer.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // The raw-LMDB peers and timing the speed gate shares with the benchmark.
+        .package(name: "ChronicleBenchmarks", path: "../Benchmarks"),
         // Tests only: child processes (swift-subprocess) and its file paths (swift-system).
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
@@ -41,10 +43,6 @@ let package = Package(
     targets: [
         // prctl for the tool (a header only: nothing to link).
         .systemLibrary(name: "CChronicleSystem"),
-        // The benchmark's raw-LMDB peer calls mdb_put/mdb_get itself, without Chronicle's wrapper,
-        // so the table shows what the wrapper and the domain cost. (Not `CChronicleLMDB`: SwiftPM
-        // refuses two targets of one name in a graph, and that one belongs to the root package.)
-        .systemLibrary(name: "CBenchLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
 
         // The HTTP protocol's server: `chronicle serve` on Hummingbird.
         // The HTTP sync protocol (FORMAT.md 8) once, for `chronicle serve` and the hub: routes, query
@@ -120,7 +118,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
-                "ChronicleHTTPServer", "ChronicleHub", "CBenchLMDB",
+                "ChronicleHTTPServer", "ChronicleHub",
+                .product(name: "ChronicleBenchSupport", package: "ChronicleBenchmarks"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

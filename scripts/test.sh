@@ -7,7 +7,9 @@
 #   3. the documentation catalog, built by DocC with warnings as errors (scripts/build-docs.sh);
 #   4. the nested Tools package (the `chronicle` tool, its server, the hub, the benchmarks): build,
 #      the benchmark harness at smoke sizes (so it never rots), then its suite, beside a throwaway
-#      PostgreSQL cluster for the hub (scripts/with-postgres.sh installs and starts it).
+#      PostgreSQL cluster for the hub (scripts/with-postgres.sh installs and starts it);
+#   5. the speed gate, alone: the README's gated ratios against Benchmarks/gate-thresholds.json
+#      (scripts/bench-gate.sh, a release build of the small Benchmarks package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -44,3 +46,6 @@ scripts/with-postgres.sh bash -c '
     echo "== tools: tests =="
     swift test --package-path Tools --skip-build
 '
+
+echo "== the speed gate (alone, after the tests) =="
+scripts/bench-gate.sh

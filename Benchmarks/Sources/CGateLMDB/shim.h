@@ -1,4 +1,4 @@
-#ifndef CLMDB_SHIM_H
-#define CLMDB_SHIM_H
+#ifndef CGATELMDB_SHIM_H
+#define CGATELMDB_SHIM_H
 #include <lmdb.h>
 #endif

@@ -1,5 +1,4 @@
-import CBenchLMDB
-import Foundation
+internal import CGateLMDB
 
 /// An environment at `path` as the store opens its own (`MDB_NOTLS`, a 4 GiB map, 0600).
 private func openEnvironment(_ path: String, databases: Int) -> OpaquePointer? {
@@ -25,13 +24,14 @@ private func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ val
 }
 
 /// Raw LMDB through its C API: the physical limit the store is compared with.
-final class RawLMDB {
-    var env: OpaquePointer?
-    var dbi = MDB_dbi()
-    var view = MDB_dbi()
-    var reader: OpaquePointer?
+public final class RawLMDB {
+    private var env: OpaquePointer?
+    private var dbi = MDB_dbi()
+    private var view = MDB_dbi()
+    private var reader: OpaquePointer?
 
-    init(path: String) {
+    /// An environment at `path` (an existing directory) with two databases.
+    public init(path: String) {
         env = openEnvironment(path, databases: 4)
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
@@ -46,7 +46,7 @@ final class RawLMDB {
     }
 
     /// One put per transaction (durable commit).
-    func put(_ key: [UInt8], _ value: [UInt8], alsoView: Bool = false) {
+    public func put(_ key: [UInt8], _ value: [UInt8], alsoView: Bool = false) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         rawPut(txn, dbi, key, value)
@@ -55,7 +55,7 @@ final class RawLMDB {
     }
 
     /// Many puts in one transaction.
-    func batch(_ pairs: [([UInt8], [UInt8])]) {
+    public func batch(_ pairs: [([UInt8], [UInt8])]) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         for (key, value) in pairs { rawPut(txn, dbi, key, value) }
@@ -63,7 +63,7 @@ final class RawLMDB {
     }
 
     /// A point read with a reused (reset/renewed) read transaction, copying the value out.
-    func get(_ key: [UInt8]) -> Int {
+    public func get(_ key: [UInt8]) -> Int {
         if reader == nil { mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &reader) } else { mdb_txn_renew(reader) }
         var key = key
         var result = 0
@@ -83,7 +83,7 @@ final class RawLMDB {
 /// databases, key and value sizes and flags (FORMAT.md sections 2, 4 and 5), and nothing else: no
 /// encoding, hashing, locking or queueing. It is the floor the store's layout sets: Chronicle
 /// against it is the cost of its code, it against one raw put the cost of the layout.
-final class EventLayoutLMDB {
+public final class EventLayoutLMDB {
     private var env: OpaquePointer?
     private var events = MDB_dbi(), dots = MDB_dbi(), latest = MDB_dbi(), previous = MDB_dbi()
     private var view = MDB_dbi(), meta = MDB_dbi()
@@ -95,7 +95,8 @@ final class EventLayoutLMDB {
     private let entry = [UInt8](repeating: 2, count: 77)
     private let chain = [UInt8](repeating: 3, count: 32)
 
-    init(path: String) {
+    /// An environment at `path` (an existing directory) with a store's databases.
+    public init(path: String) {
         env = openEnvironment(path, databases: 16)
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
@@ -111,7 +112,7 @@ final class EventLayoutLMDB {
     deinit { mdb_env_close(env) }
 
     /// One transaction setting `names` (one event each): what `write { }` or a durable set commits.
-    func commit(_ names: [[UInt8]]) {
+    public func commit(_ names: [[UInt8]]) {
         var txn: OpaquePointer?
         mdb_txn_begin(env, nil, 0, &txn)
         // The head: read at the start, written at the end.

@@ -1,3 +1,4 @@
+import ChronicleBenchSupport
 import Synchronization
 import Foundation
 
@@ -9,24 +10,8 @@ import Foundation
 // The harness is two timing helpers and a table; the statistics stay in docs/BENCHMARKS.md's
 // "spread between runs" note, measured by running the whole tool several times.
 
-/// One measured operation: nanoseconds per operation over `operations` runs.
-struct Measurement {
-    var name: String
-    var operations: Int
-    var seconds: Double
-    var nanosecondsPerOperation: Double { seconds * 1e9 / Double(max(operations, 1)) }
-    var operationsPerSecond: Double { Double(operations) / max(seconds, 1e-12) }
-}
-
-/// Runs `body` `count` times (after `warmup` runs) and measures the whole loop.
-func measure(_ name: String, count: Int, warmup: Int = 0, _ body: (Int) throws -> Void) rethrows -> Measurement {
-    for i in 0..<warmup { try body(i) }
-    let clock = ContinuousClock()
-    let start = clock.now
-    for i in 0..<count { try body(warmup + i) }
-    let elapsed = clock.now - start
-    return Measurement(name: name, operations: count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-}
+/// The benchmark's measurements (not Foundation's units of measure).
+typealias Measurement = ChronicleBenchSupport.Measurement
 
 @MainActor func measureAsync(_ name: String, operations: Int, _ body: () async throws -> Void) async rethrows -> Measurement {
     let clock = ContinuousClock()
@@ -102,7 +87,6 @@ struct Report {
     /// Interleaved rounds (ns per operation, ours and the peer's in the same round): the medians,
     /// and the median of the rounds' ratios with their spread.
     mutating func compareRounds(_ what: String, _ ours: [Double], _ peer: [Double], peerName: String, target: String) {
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let ratios = zip(ours, peer).map { $0 / $1 }.sorted()
         let ratio = median(ratios)
         let spread = ratios.count > 1 ? String(format: "; %d rounds %.2f–%.2f×", ratios.count, ratios[0], ratios[ratios.count - 1]) : ""

@@ -1,4 +1,5 @@
 import Chronicle
+import ChronicleBenchSupport
 import ChronicleHTTP
 import ChronicleHTTPServer
 import ChronicleHub
@@ -164,7 +165,6 @@ struct BenchDevice: Sendable {
                 serves.append(try await pushAndPull(devices: spread(serveURL, Array(repeating: "bench", count: devices)), eventsPerDevice: perDevice) { scratch.directory("serve-r\(round)-\($0)") })
             }
             func row(_ what: String, _ ours: [Double], _ serve: [Double], peer: Bool) {
-                func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
                 let ratios = zip(ours, serve).map { $0 / $1 }.sorted()
                 let serveText = peer ? "chronicle serve (one store): \(rate(median(serve))); " : ""
                 let spread = rounds > 1

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Chronicle
+import ChronicleBenchSupport
 import ChronicleHTTP
 import ChronicleHTTPServer
 import ChronicleHub

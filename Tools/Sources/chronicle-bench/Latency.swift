@@ -1,4 +1,5 @@
 import Chronicle
+import ChronicleBenchSupport
 import Foundation
 import Synchronization
 

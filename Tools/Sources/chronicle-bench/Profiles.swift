@@ -1,14 +1,9 @@
 import Chronicle
+import ChronicleBenchSupport
 import Foundation
 
 // The `--profile-…` modes of chronicle-bench: one piece of work alone, then exit, for `strace`,
 // `perf` or callgrind (the full run measures everything else).
-
-/// The key of raw LMDB puts number `i`.
-func key(_ i: Int) -> [UInt8] { Array("bench.key.\(i)".utf8) }
-
-/// The value of every raw put and durable set: 8 bytes.
-let value8 = [UInt8](repeating: 7, count: 8)
 
 /// Runs the profile mode `arguments` asks for and exits the process; returns when none is asked for.
 func runProfileModeIfAsked(_ arguments: [String]) async throws {

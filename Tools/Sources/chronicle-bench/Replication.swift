@@ -1,4 +1,5 @@
 import Chronicle
+import ChronicleBenchSupport
 import ChronicleHTTP
 import ChronicleHTTPServer
 import Foundation

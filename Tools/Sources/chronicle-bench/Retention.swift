@@ -1,4 +1,5 @@
 import Chronicle
+import ChronicleBenchSupport
 import ChronicleHTTP
 import ChronicleHub
 import Foundation
@@ -122,7 +123,6 @@ func writeHotRows(_ directory: URL, count: Int) throws {
             let (a, f) = (try profile(aged), try profile(fresh))
             ratios.append((a.open / f.open, a.set / f.set, a.read / f.read))
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         report.single(
             "a store after 10^6 writes of one key against a fresh one", String(format: "durable set %.2f×, history(of:) %.2f×, open %.2f×", median(ratios.map(\.set)), median(ratios.map(\.read)), median(ratios.map(\.open))),
             "medians of \(ratios.count) interleaved rounds (target ≈ 1×)")
@@ -175,7 +175,6 @@ func writeHotRows(_ directory: URL, count: Int) throws {
                 compacting.nonThrowing.percentile(0.99) / without.nonThrowing.percentile(0.99)))
             with = compacting
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         func spread(_ values: [Double]) -> String { String(format: "%.2f–%.2f", values.min() ?? 0, values.max() ?? 0) }
         report.single(
             "writers while the automatic compaction runs", with.map { "durable set \($0.durable.summary); store[key] = v \($0.nonThrowing.summary)" } ?? "-",

@@ -1,0 +1,112 @@
+import Chronicle
+import ChronicleBenchSupport
+import Foundation
+
+// chronicle-gate: the ratios the README promises, measured in one release-built process against
+// raw LMDB doing the same work on the same disk, in interleaved rounds (this machine drifts by
+// ±30% between seconds; a ratio of one round's two timings does not), each the median of its
+// rounds' ratios. Compared with the thresholds in Benchmarks/gate-thresholds.json (1.25× the
+// typical value the README reports): a ratio over its threshold is measured again once, and
+// fails the gate only when it is over again.
+//
+//   chronicle-gate [--thresholds FILE] [--rounds N] [--once]
+//     exit 0: every ratio within its threshold; 1: a ratio over it twice; 2: the run failed.
+// `--once` prints the ratios and compares nothing (for scripts/bench-ab.sh and the README's figures).
+
+let arguments = CommandLine.arguments
+func option(_ name: String) -> String? {
+    arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+let rounds = option("--rounds").flatMap(Int.init) ?? 15
+let thresholdsPath = option("--thresholds") ?? "Benchmarks/gate-thresholds.json"
+
+/// One gated ratio: Chronicle's time and its peer's, per operation, in each round.
+struct Ratio {
+    var id: String
+    var what: String
+    var ours: [Double] = []
+    var peer: [Double] = []
+    var ratios: [Double] { zip(ours, peer).map { $0 / $1 }.sorted() }
+    var value: Double { median(ratios) }
+    var line: String {
+        String(format: "%-32@ %6.2f×  (rounds %.2f–%.2f×; %@: %.0f ns vs %.0f ns)", id, value, ratios.first ?? 0, ratios.last ?? 0, what, median(ours), median(peer))
+    }
+}
+
+/// Measures every gated ratio in `rounds` interleaved rounds, in stores under a scratch directory.
+func measureRatios(rounds: Int) throws -> [Ratio] {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-gate-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    func directory(_ name: String) throws -> URL {
+        let url = scratch.appendingPathComponent(name, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+    var durable = Ratio(id: "durable-set-vs-raw-put", what: "try store.set ÷ a durable mdb_put")
+    var batch = Ratio(id: "batch-vs-layout-floor", what: "write { } of 1,000 sets ÷ raw LMDB doing their B-tree work")
+    var read = Ratio(id: "typed-get-vs-mdb-get", what: "store[key] ÷ mdb_get")
+    let store = try Store(directory: try directory("store"))
+    let raw = RawLMDB(path: try directory("raw").path)
+    let layout = EventLayoutLMDB(path: try directory("layout").path)
+    let keys = (0..<64).map { Key<Int>("bench.k\($0)", default: 0, sync: .automaticSmall) }
+    let batchKeys = (0..<1_000).map { Key<Int>("bench.batch\($0)", default: 0, sync: .automaticSmall) }
+    let batchNames = batchKeys.map { Array($0.name.utf8) }
+    try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
+    for i in 0..<64 { raw.put(key(i), value8) }
+    var written = 0
+    for round in 0..<rounds {
+        let base = round * 1_000
+        durable.ours.append(try measure("set", count: 200, warmup: 5) { i in try store.set(base + i, for: keys[i % 64]) }.nanosecondsPerOperation)
+        durable.peer.append(measure("raw put", count: 200, warmup: 5) { i in raw.put(key(i % 64), value8) }.nanosecondsPerOperation)
+        batch.ours.append(try measure("batch", count: 4) { index in
+            try store.write { b in for (i, k) in batchKeys.enumerated() { b[k] = i + written + index } }
+        }.nanosecondsPerOperation)
+        written += 4
+        batch.peer.append(measure("layout batch", count: 4) { _ in layout.commit(batchNames) }.nanosecondsPerOperation)
+        read.ours.append(measure("store[key]", count: 200_000) { i in _ = store[keys[i & 63]] }.nanosecondsPerOperation)
+        read.peer.append(measure("mdb_get", count: 200_000) { i in _ = raw.get(key(i & 63)) }.nanosecondsPerOperation)
+    }
+    return [durable, batch, read]
+}
+
+/// The thresholds file: for each ratio id, the typical value the README reports and the threshold.
+struct Thresholds: Decodable {
+    struct Entry: Decodable {
+        var typical: Double
+        var threshold: Double
+    }
+    var measured: String
+    var ratios: [String: Entry]
+}
+
+do {
+    let first = try measureRatios(rounds: rounds)
+    for ratio in first { print(ratio.line) }
+    if arguments.contains("--once") { exit(0) }
+    let thresholds = try JSONDecoder().decode(Thresholds.self, from: Data(contentsOf: URL(fileURLWithPath: thresholdsPath)))
+    func over(_ ratios: [Ratio]) -> [Ratio] {
+        ratios.filter { ratio in thresholds.ratios[ratio.id].map { ratio.value > $0.threshold } ?? false }
+    }
+    let missing = first.map(\.id).filter { thresholds.ratios[$0] == nil }
+    guard missing.isEmpty else {
+        print("chronicle-gate: \(thresholdsPath) has no threshold for \(missing.joined(separator: ", "))")
+        exit(2)
+    }
+    var failed = over(first)
+    if !failed.isEmpty {
+        print("over a threshold: \(failed.map(\.id).joined(separator: ", ")); measuring again once")
+        let again = try measureRatios(rounds: rounds)
+        for ratio in again { print(ratio.line) }
+        failed = over(again)
+    }
+    for ratio in failed {
+        let entry = thresholds.ratios[ratio.id]
+        print(String(
+            format: "FAILED %@: %.2f×, over its threshold %.2f× (typical %.2f×, %@) twice; reproduce with scripts/bench-gate.sh, compare commits with scripts/bench-ab.sh",
+            ratio.id, ratio.value, entry?.threshold ?? 0, entry?.typical ?? 0, thresholds.measured))
+    }
+    exit(failed.isEmpty ? 0 : 1)
+} catch {
+    print("chronicle-gate: \(error)")
+    exit(2)
+}

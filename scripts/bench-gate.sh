@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The speed gate: a release build of the Benchmarks package (the core and raw LMDB, nothing else),
+# then chronicle-gate: the README's gated ratios in one process, interleaved rounds, each against
+# its threshold in Benchmarks/gate-thresholds.json (1.25× the typical value; a ratio over it is
+# measured again once before it fails). Run it alone: other work on the machine moves the ratios.
+#
+#   scripts/bench-gate.sh            # exit 1 when a ratio is over its threshold twice
+#   scripts/bench-gate.sh --once     # print the ratios, compare nothing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build -c release --package-path Benchmarks --product chronicle-gate
+Benchmarks/.build/release/chronicle-gate --thresholds Benchmarks/gate-thresholds.json "$@"
