@@ -1,5 +1,5 @@
 @_spi(Wire) import ChronicleFormat
-import Foundation
+public import Foundation
 import NIOCore
 import PostgresNIO
 import Synchronization
@@ -42,20 +42,98 @@ extension HubDatabase {
         public var maxEvents: Int64?
         /// The byte quota (`nil`: none).
         public var maxBytes: Int64?
+        /// Revisions kept per key and pushing device (`nil`: the hub's default).
+        public var retainRevisions: Int?
     }
 
-    /// Every tenant, by name.
+    /// Every tenant, by name (tests and small hubs; `chronicle hub tenant list` reads pages).
     public func tenants() async throws -> [TenantSummary] {
-        let rows = try await client.query(
-            """
-            SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events, t.max_bytes
-            FROM tenants t ORDER BY t.name
-            """, logger: logger)
         var result: [TenantSummary] = []
-        for try await (name, devices, events, bytes, maxEvents, maxBytes) in rows.decode((String, Int64, Int64, Int64, Int64?, Int64?).self) {
-            result.append(TenantSummary(name: name, devices: Int(devices), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes))
+        var after: String?
+        while true {
+            var page: [TenantSummary] = []
+            try await tenants(after: after, limit: 1_000) { page.append($0) }
+            result += page
+            guard page.count == 1_000, let last = page.last else { return result }
+            after = last.name
         }
-        return result
+    }
+
+    /// A page of tenants in name order: those after `after` whose names start with `prefix`, at
+    /// most `limit`, each handed to `each` as its row arrives. Reads the name index from `after`
+    /// (or from `prefix`) and stops at `limit`: the first row comes at once however many tenants
+    /// the hub holds.
+    public func tenants(
+        after: String? = nil, prefix: String = "", limit: Int, _ each: (TenantSummary) async throws -> Void
+    ) async throws {
+        // From the prefix itself (names equal to it included), or past `after` when that is further on.
+        let limit = Int64(max(0, limit))
+        let query: PostgresQuery
+        if let after, after >= prefix {
+            query = """
+                SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events,
+                    t.max_bytes, t.retain_revisions
+                FROM tenants t WHERE t.name > \(after) AND starts_with(t.name, \(prefix)) ORDER BY t.name LIMIT \(limit)
+                """
+        } else {
+            query = """
+                SELECT t.name, (SELECT count(*) FROM devices d WHERE d.tenant_id = t.id), t.event_count, t.byte_count, t.max_events,
+                    t.max_bytes, t.retain_revisions
+                FROM tenants t WHERE t.name >= \(prefix) AND starts_with(t.name, \(prefix)) ORDER BY t.name LIMIT \(limit)
+                """
+        }
+        let rows = try await client.query(query, logger: logger)
+        for try await (name, devices, events, bytes, maxEvents, maxBytes, retain) in rows.decode(
+            (String, Int64, Int64, Int64, Int64?, Int64?, Int32?).self)
+        {
+            try await each(
+                TenantSummary(
+                    name: name, devices: Int(devices), events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes,
+                    retainRevisions: retain.map(Int.init)))
+        }
+    }
+
+    /// A device of a tenant as `chronicle hub tenant show` lists it.
+    public struct DeviceSummary: Sendable, Equatable {
+        /// The device's name.
+        public var name: String
+        /// When its current token was issued.
+        public var created: Date
+        /// When it last pulled (`nil`: never).
+        public var lastSeen: Date?
+        /// Events it pushed.
+        public var pushed: Int64
+        /// The furthest position served to it.
+        public var pulled: Int64
+    }
+
+    /// One tenant with its devices; throws when there is none of that name.
+    public func tenant(named name: String) async throws -> (summary: TenantSummary, created: Date, devices: [DeviceSummary]) {
+        var found: (TenantSummary, Date)?
+        for try await (name, events, bytes, maxEvents, maxBytes, retain, created) in try await client.query(
+            """
+            SELECT name, event_count, byte_count, max_events, max_bytes, retain_revisions, created FROM tenants WHERE name = \(name)
+            """, logger: logger
+        ).decode((String, Int64, Int64, Int64?, Int64?, Int32?, Date).self) {
+            found = (
+                TenantSummary(
+                    name: name, devices: 0, events: events, bytes: bytes, maxEvents: maxEvents, maxBytes: maxBytes,
+                    retainRevisions: retain.map(Int.init)), created
+            )
+        }
+        guard let found else { throw HubRefusal.unknownTenant(name) }
+        var summary = found.0
+        var devices: [DeviceSummary] = []
+        for try await (device, issued, lastSeen, pushed, pulled) in try await client.query(
+            """
+            SELECT d.name, d.created, d.last_seen, d.pushed, d.pulled FROM devices d JOIN tenants t ON t.id = d.tenant_id
+            WHERE t.name = \(name) ORDER BY d.name
+            """, logger: logger
+        ).decode((String, Date, Date?, Int64, Int64).self) {
+            devices.append(DeviceSummary(name: device, created: issued, lastSeen: lastSeen, pushed: pushed, pulled: pulled))
+        }
+        summary.devices = devices.count
+        return (summary, found.1, devices)
     }
 
     /// Sets a tenant's quotas (`nil`: no limit).

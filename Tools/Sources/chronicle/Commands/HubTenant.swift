@@ -6,12 +6,14 @@ import ChronicleHub
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 import Prometheus
 
 extension ChronicleCommand.Hub {
     struct Tenant: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add and list tenants; set their quotas and retention.", subcommands: [Add.self, List.self, Quota.self, Retention.self])
+            abstract: "Add, list and show tenants; set their quotas and retention.",
+            subcommands: [Add.self, List.self, Show.self, Quota.self, Retention.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -42,26 +44,86 @@ extension ChronicleCommand.Hub {
         }
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List the tenants: devices, events, bytes, quotas.")
+            static let configuration = CommandConfiguration(
+                abstract: "List the tenants, a page at a time: devices, events, bytes, quotas, retention.",
+                discussion: """
+                    Tenants in name order, each printed as it is read. A full page ends with the option that \
+                    shows the next one (on standard error, so a script reading standard output gets rows only).
+
+                    Examples:
+                      chronicle hub tenant list --limit 50
+                      chronicle hub tenant list --prefix acme- --after acme-0042 --json
+                    """)
             @OptionGroup var database: DatabaseOptions
-            @Flag(help: "JSON Lines: one tenant per line.") var json = false
+            @Option(help: "The most tenants to show.") var limit = 100
+            @Option(help: "Start after this tenant's name (the last of the previous page).") var after: String?
+            @Option(help: "Only tenants whose names start with this.") var prefix = ""
+            @Flag(help: "JSON Lines: one tenant per line (docs/FORMAT.md 14).") var json = false
+
+            func validate() throws {
+                guard limit > 0, limit <= 100_000 else { throw ValidationError("--limit takes 1 to 100000") }
+            }
 
             func run() async throws {
-                let tenants = try await database.with { try await $0.tenants() }
-                if json {
-                    for tenant in tenants {
-                        printJSONLine([
-                            "tenant": tenant.name, "devices": tenant.devices, "events": tenant.events, "bytes": tenant.bytes,
-                            "maxEvents": tenant.maxEvents, "maxBytes": tenant.maxBytes,
-                        ])
+                let (after, prefix, limit, json) = (after, prefix, limit, json)
+                if !json { print("tenant\tdevices\tevents\tbytes\tmax events\tmax bytes\tretained revisions") }
+                let shown = Counter()
+                let last = LastName()
+                try await database.with { database in
+                    try await database.tenants(after: after, prefix: prefix, limit: limit) { tenant in
+                        shown.add()
+                        last.set(tenant.name)
+                        if json {
+                            printJSONLine([
+                                "tenant": tenant.name, "devices": tenant.devices, "events": tenant.events, "bytes": tenant.bytes,
+                                "maxEvents": tenant.maxEvents, "maxBytes": tenant.maxBytes, "retainRevisions": tenant.retainRevisions,
+                            ])
+                        } else {
+                            print(
+                                "\(terminalSafe(tenant.name))\t\(tenant.devices)\t\(tenant.events)\t\(tenant.bytes)\t"
+                                    + "\(tenant.maxEvents.map(String.init) ?? "-")\t\(tenant.maxBytes.map(String.init) ?? "-")\t"
+                                    + "\(tenant.retainRevisions.map(String.init) ?? "default")")
+                        }
+                        fflush(nil)  // each row as it is read, also into a pipe
                     }
+                }
+                if shown.value == limit, let name = last.value {
+                    printError("more: --after \(terminalSafe(name))")
+                }
+            }
+        }
+
+        struct Show: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Show one tenant: its counts, quotas, retention and devices (created, last seen, pushed, pulled).")
+            @OptionGroup var database: DatabaseOptions
+            @Argument(help: "The tenant's name.") var name: String
+            @Flag(help: "One JSON object (docs/FORMAT.md 14).") var json = false
+
+            func run() async throws {
+                let name = name
+                let (tenant, created, devices) = try await database.with { try await $0.tenant(named: name) }
+                let stamp = { (date: Date) in ISO8601DateFormatter().string(from: date) }
+                if json {
+                    printJSONLine([
+                        "tenant": tenant.name, "created": stamp(created), "events": tenant.events, "bytes": tenant.bytes,
+                        "maxEvents": tenant.maxEvents, "maxBytes": tenant.maxBytes, "retainRevisions": tenant.retainRevisions,
+                        "devices": devices.map { device -> [String: Any] in
+                            var object: [String: Any] = [
+                                "device": device.name, "created": stamp(device.created), "pushed": device.pushed, "pulled": device.pulled,
+                            ]
+                            if let seen = device.lastSeen { object["lastSeen"] = stamp(seen) }
+                            return object
+                        },
+                    ])
                     return
                 }
-                print("tenant\tdevices\tevents\tbytes\tmax events\tmax bytes")
-                for tenant in tenants {
-                    print(
-                        "\(terminalSafe(tenant.name))\t\(tenant.devices)\t\(tenant.events)\t\(tenant.bytes)\t"
-                            + "\(tenant.maxEvents.map(String.init) ?? "-")\t\(tenant.maxBytes.map(String.init) ?? "-")")
+                print("tenant \(terminalSafe(tenant.name)), created \(stamp(created))")
+                print("events \(tenant.events) of \(tenant.maxEvents.map(String.init) ?? "no limit"), bytes \(tenant.bytes) of "
+                    + "\(tenant.maxBytes.map(String.init) ?? "no limit"), revisions kept \(tenant.retainRevisions.map(String.init) ?? "the hub's default")")
+                print("device\tcreated\tlast seen\tpushed\tpulled")
+                for device in devices {
+                    print("\(terminalSafe(device.name))\t\(stamp(device.created))\t\(device.lastSeen.map(stamp) ?? "never")\t\(device.pushed)\t\(device.pulled)")
                 }
             }
         }
@@ -112,4 +174,18 @@ extension ChronicleCommand.Hub.Tenant {
             print("retention set: \(forever ? "every revision" : "\(kept ?? HubDatabase.defaultRetainedRevisions) revisions a key per device")")
         }
     }
+}
+
+/// How many rows a page showed.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// The last name a page showed.
+private final class LastName: Sendable {
+    private let name = Mutex<String?>(nil)
+    func set(_ value: String) { name.withLock { $0 = value } }
+    var value: String? { name.withLock { $0 } }
 }
