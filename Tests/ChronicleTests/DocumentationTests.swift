@@ -130,6 +130,44 @@ struct DocumentationTests {
         }
     }
 
+    /// Every file a document names (in backticks: `Sources/…`, `Tests/…`, `scripts/…`, …) exists,
+    /// at the root or in the Tools package, and every test suite it names (`…Tests`) is a suite
+    /// or a test target: the documents drift when code moves, and this notices.
+    @Test func everyFileAndSuiteADocumentNamesExists() throws {
+        let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        let file = try Regex(#"`((?:Sources|Tests|Tools|scripts|Benchmarks|Snippets|docs|api|\.ci)/[A-Za-z0-9_./+-]+\.(?:swift|sh|md|json|py|txt))`"#)
+        let suite = try Regex(#"`([A-Z][A-Za-z]+Tests)(?:\.[a-zA-Z]+)?`"#)
+        var suites = Set<String>()
+        for directory in ["Tests", "Tools/Tests"] {
+            let base = Self.root.appendingPathComponent(directory)
+            let files = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+            for url in files {
+                if url.hasDirectoryPath { suites.insert(url.lastPathComponent) }
+                guard url.pathExtension == "swift", let text = try? String(contentsOf: url, encoding: .utf8) else { continue }
+                for match in text.matches(of: try Regex(#"(?:struct|extension|class|enum) ([A-Z][A-Za-z]+Tests)\b"#)) {
+                    if let name = match.output[1].substring { suites.insert(String(name)) }
+                }
+            }
+        }
+        var checked = 0
+        for document in documents {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
+            for match in text.matches(of: file) {
+                guard let path = match.output[1].substring.map(String.init) else { continue }
+                checked += 1
+                let exists = [path, "Tools/" + path].contains { FileManager.default.fileExists(atPath: Self.root.appendingPathComponent($0).path) }
+                #expect(exists, "\(document) names \(path), which does not exist")
+            }
+            for match in text.matches(of: suite) {
+                guard let name = match.output[1].substring.map(String.init) else { continue }
+                let known = suites.contains(name)
+                #expect(known, "\(document) names the test suite \(name), which does not exist")
+            }
+        }
+        #expect(checked > 10, "found only \(checked) file names in the documents: the pattern missed them")
+    }
+
     /// The README stays a ten-minute read: what a newcomer needs, the rest in docs/.
     /// FORMAT.md's appendix lists every refusal the document states with the tests that prove
     /// it: each test it names exists, as a `@Test` function in a file that declares its suite
