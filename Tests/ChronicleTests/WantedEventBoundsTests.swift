@@ -248,6 +248,30 @@ struct WantedEventBoundsTests {
         #expect(whole == [false, true])
     }
 
+    /// Through the folder itself: whoever can write it stores 40 versions of one identity, one
+    /// file each. The mailbox's answer by identity carries the 4 smallest and says it was not
+    /// whole (it held every version of every file in memory, and answered them all).
+    @Test func aMailboxAnswersAFewVersionsOfAnIdentityItsFilesHoldMany() async throws {
+        let folder = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = try withTemporaryStore { store, _ in
+            try store.set("a value", for: Key<String>("mailbox.versions", default: "", sync: .manual))
+            return try #require(try EventRange(decoding: Array(try store.exportRange(after: 0))).events.first)
+        }
+        let mailbox = DirectoryTransport(directory: folder)
+        for file in 0..<40 {
+            var version = model
+            version.payload = Sodium.randomBytes(1_000 + 37 * ((file * 7) % 40))
+            _ = try await mailbox.push(
+                Data(EventRange(source: .random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [version], opaque: []).encoded()))
+        }
+        let identity = EventIdentity(writer: model.origin, counter: model.counter)
+        let answer = try #require(try await mailbox.answerEvents([identity]))
+        let sizes = try EventRange(decoding: Array(answer.range)).events.map(\.payload.count)
+        #expect(sizes == [1_000, 1_037, 1_074, 1_111], "\(sizes.count) versions: \(sizes.prefix(6))")
+        #expect(answer.answeredWhole == [false])
+    }
+
     /// A mailbox answers "up to about 1 MiB of payload", but the key records of the files it
     /// answers from are not counted: one file of one event and 12,000 junk records under the
     /// key it names makes the answer 1.5 MB of records (and the dedup is quadratic in them:

@@ -223,5 +223,76 @@ struct HostileCarrierTests {
         turns.gate.withLock { $0 = nil }
         served.waitForKeyRecordRetries()
     }
+
+    /// At `chronicle serve`, which sees one token for every pusher, derivations take turns by
+    /// client address: five pushes from one address that need a derivation each, queued behind
+    /// one held at a gate, and then one push from another address. The other address's derivation
+    /// runs next, not after the five (one queue for everyone put a new member's record behind
+    /// every junk record queued before it).
+    @Test func derivationsAtServeTakeTurnsByClientAddress() async throws {
+        let directories = Directories()
+        var configuration = Store.Configuration(keySource: .passphrase("the group"), keyDerivationCost: .minimumForTesting)
+        configuration.travelKeyCost = .minimumForTesting
+        let served = try Store(directory: directories.make(), configuration: configuration)
+        served[.httpNote] = "kept"
+        let model = try #require(try EventRange(decoding: Array(try served.exportRange(after: 0))).events.first)
+        @Sendable func junk() -> [UInt8] {
+            let key = WrappedKey(
+                id: KeyID.random(), kind: .passphrase, salt: randomBytes(16), limits: KeyDerivationCost.minimumForTesting.limits, created: 0,
+                nonce: randomBytes(24), sealedKey: randomBytes(48))
+            var event = model
+            event.origin = ReplicaID.random()
+            event.authenticator?.keyID = key.id
+            return EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [key], events: [event], opaque: []).encoded()
+        }
+        let turns = try served.crypto.get().receivedDerivationTurns
+        let (entered, opened, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let held = Flag()
+        turns.gate.withLock {
+            $0 = { _ in
+                guard !held.isSet else { return }
+                held.set()
+                entered.signal()
+                opened.wait()
+            }
+        }
+        turns.queued.withLock { $0 = { _ in queued.signal() } }
+        @Sendable func wait(_ semaphore: DispatchSemaphore) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Thread {
+                    semaphore.wait()
+                    continuation.resume()
+                }.start()
+            }
+        }
+        try await withServer(served, token: "the token") { url in
+            let port = try #require(url.port)
+            func push(from address: String) throws -> RawSocket {
+                let socket = try RawSocket(port: port, from: address)
+                let body = junk()
+                socket.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer the token\r\nContent-Type: application/vnd.chronicle.range\r\nContent-Length: \(body.count)\r\n\r\n")
+                socket.send(bytes: body)
+                return socket
+            }
+            var sockets = [try push(from: "127.0.4.1")]
+            defer { for socket in sockets { socket.close() } }
+            await wait(entered)
+            for _ in 0..<4 {
+                sockets.append(try push(from: "127.0.4.1"))
+                await wait(queued)
+            }
+            sockets.append(try push(from: "127.0.4.2"))
+            await wait(queued)
+            opened.signal()
+            for socket in sockets {
+                #expect(socket.answeredOrClosed(status: 200, within: 120), "a push was not answered")
+            }
+            let order = turns.servedSources.suffix(6)
+            #expect(order.dropFirst().first == "HTTP push from 127.0.4.2", "the other address's derivation ran after \(Array(order))")
+        }
+        turns.gate.withLock { $0 = nil }
+        turns.queued.withLock { $0 = nil }
+        served.waitForKeyRecordRetries()
+    }
 }
 

@@ -29,7 +29,11 @@ public struct RawSocket: Sendable {
 
     /// Sends all of `text`, waiting while the socket's buffer is full (a send may take only part).
     public func send(_ text: String) {
-        let bytes = Array(text.utf8)
+        send(bytes: Array(text.utf8))
+    }
+
+    /// Sends all of `bytes`, waiting while the socket's buffer is full.
+    public func send(bytes: [UInt8]) {
         var sent = 0
         while sent < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
