@@ -1,5 +1,6 @@
 @_spi(Wire) import ChronicleFormat
 import Logging
+import NIOCore
 import PostgresNIO
 import Synchronization
 
@@ -10,33 +11,90 @@ import Synchronization
 /// The hub cannot authenticate events, so revisions are counted per pushing device, and a row
 /// counts for every device that pushed it (a carrier that relayed a member's event first cannot
 /// then evict it with its own junk, since the member's push vouches for it too): what one token
-/// pushes never evicts another device's events. Trimming runs after appends (once
-/// ``trimThreshold`` events were appended to the tenant since a node last started a trim of it,
-/// counted in the tenant's row by whichever node appends, or when a push met the quota), in
-/// transactions of at most ``maxTrimmedPerTransaction`` rows that take the tenant's row lock only
-/// for their last statement, so pushes and pulls never wait on it for long.
+/// pushes never evicts another device's events.
+///
+/// A trim reads what changed, not the tenant: each append (and each push that vouches for a
+/// stored row) marks its keys in `trim_pending`, where every node sees them, and a trim ranks the
+/// rows of the marked keys only, a bounded number of keys a statement, then clears the marks it
+/// saw (a mark renewed meanwhile stays for the next trim). Changing the tenant's retention, and
+/// the migration that made trims incremental, set the tenant's `sweep_from`: trims then walk
+/// every key in steps, marking them, until the walk reaches the end. A trim runs after appends
+/// (once ``trimThreshold`` events were appended to the tenant since a node last started one,
+/// counted in the tenant's row by whichever node appends, or when a push met the quota); its
+/// statements take the tenant's row lock only to take what they delete off its counts.
 extension HubDatabase {
     /// Revisions of a key each device's pushes keep when the tenant sets none.
     public static let defaultRetainedRevisions: Int32 = 100
     /// Events appended to a tenant (on any node) between two trims.
     static let trimThreshold = 256
-    /// Rows one trimming transaction deletes at most.
+    /// Rows one trimming statement deletes at most.
     static let maxTrimmedPerTransaction = 4_096
+    /// Keys one step of a trim ranks (and one step of a sweep marks).
+    public static let trimKeysPerStep = 64
 
-    /// Deletes what the tenant's retention does not keep, in transactions of at most
-    /// ``maxTrimmedPerTransaction`` rows, until nothing is left to delete.
-    /// - Returns: the rows deleted.
+    /// Deletes what the tenant's retention does not keep among its marked keys (and, while a
+    /// sweep is due, every key), a step of at most `keysPerStep` keys at a time, until the keys
+    /// marked when it started are done.
+    /// - Parameter progress: called after each step with the totals so far.
+    /// - Returns: what it read and deleted.
     @discardableResult
-    public func trim(tenant: Int64) async throws -> Int {
-        var total = 0
+    public func trim(
+        tenant: Int64, keysPerStep: Int = HubDatabase.trimKeysPerStep, progress: (@Sendable (HubTrim) -> Void)? = nil
+    ) async throws -> HubTrim {
+        var total = HubTrim()
+        var after: [UInt8] = []
         while true {
-            var deleted = 0
-            for try await count in try await client.execute(TrimStatement(tenant: tenant, limit: Int64(Self.maxTrimmedPerTransaction)), logger: logger) {
-                deleted = Int(count)
+            let sweep = try await sweepStep(tenant: tenant, keys: keysPerStep)
+            let step = try await trimStep(tenant: tenant, after: after, upTo: sweep.reached, keys: keysPerStep)
+            total.deleted += step.deleted
+            total.rowsRead += step.rowsRead
+            total.keys += step.keys.count
+            total.stepKeys = step.keys.count
+            total.steps += 1
+            if let last = step.keys.last, step.deleted < Self.maxTrimmedPerTransaction {
+                after = last
+                try await client.query(
+                    """
+                    DELETE FROM trim_pending p USING unnest(\(step.keys.map { ByteBuffer(bytes: $0) })::bytea[], \(step.marks)::bigint[]) AS u(key, marks)
+                    WHERE p.tenant_id = \(tenant) AND p.key = u.key AND p.marks = u.marks
+                    """, logger: logger)
             }
-            total += deleted
-            if deleted < Self.maxTrimmedPerTransaction { return total }
+            if !step.keys.isEmpty || sweep.marked > 0 { progress?(total) }
+            if step.keys.isEmpty, sweep.reached == nil { return total }
         }
+    }
+
+    /// One step of a sweep, when the tenant has one due: marks the next `keys` keys after its
+    /// `sweep_from` and moves it on (to NULL past the last key).
+    /// - Returns: the keys marked, and the last key the sweep marked so far (`nil`: no sweep runs).
+    private func sweepStep(tenant: Int64, keys: Int) async throws -> (marked: Int, reached: [UInt8]?) {
+        var from: [UInt8]?
+        for try await value in try await client.query("SELECT sweep_from FROM tenants WHERE id = \(tenant)", logger: logger)
+            .decode(ByteBuffer?.self) { from = value.map { Array(buffer: $0) } }
+        guard let from else { return (0, nil) }
+        var (marked, last): (Int64, [UInt8]?) = (0, nil)
+        for try await (count, key) in try await client.execute(SweepStatement(tenant: tenant, after: from, limit: Int64(keys)), logger: logger) {
+            (marked, last) = (count, key.map { Array(buffer: $0) })
+        }
+        let next = marked < keys ? nil : last.map { ByteBuffer(bytes: $0) }
+        try await client.query(
+            "UPDATE tenants SET sweep_from = \(next) WHERE id = \(tenant) AND sweep_from = \(ByteBuffer(bytes: from))", logger: logger)
+        return (Int(marked), next == nil ? nil : last)
+    }
+
+    /// One step of a trim: the marked keys after `after` (up to `upTo`, the sweep's reach, while
+    /// one runs), their rows ranked and what no device keeps deleted.
+    private func trimStep(tenant: Int64, after: [UInt8], upTo: [UInt8]?, keys: Int) async throws
+        -> (deleted: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64])
+    {
+        let statement = TrimStatement(
+            tenant: tenant, limit: Int64(Self.maxTrimmedPerTransaction), after: ByteBuffer(bytes: after), upTo: upTo.map { ByteBuffer(bytes: $0) },
+            keys: Int64(keys))
+        var result: (deleted: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64]) = (0, 0, [], [])
+        for try await (deleted, read, keys, marks) in try await client.execute(statement, logger: logger) {
+            result = (Int(deleted), Int(read), (keys ?? []).map { Array(buffer: $0) }, marks ?? [])
+        }
+        return result
     }
 
     /// Starts a trim of `tenant` in the background, unless one of it runs on this node (another
@@ -55,30 +113,63 @@ extension HubDatabase {
     }
 
     /// Sets how many revisions of a key each device's pushes keep in `tenant`'s log (`nil`: the
-    /// default, 100; 0: every revision).
-    public func setRetention(tenant: String, revisions: Int32?) async throws {
+    /// default, 100; 0: every revision), and trims every key of the tenant to it, in steps of
+    /// `keysPerStep` keys (each step its own statements, so appends never wait long).
+    /// - Parameter progress: called after each step with the totals so far.
+    /// - Returns: what the trim read and deleted.
+    @discardableResult
+    public func setRetention(
+        tenant: String, revisions: Int32?, keysPerStep: Int = HubDatabase.trimKeysPerStep, progress: (@Sendable (HubTrim) -> Void)? = nil
+    ) async throws -> HubTrim {
         let rows = try await client.query(
-            "UPDATE tenants SET retain_revisions = \(revisions) WHERE name = \(tenant) RETURNING id", logger: logger)
+            "UPDATE tenants SET retain_revisions = \(revisions), sweep_from = ''::bytea WHERE name = \(tenant) RETURNING id", logger: logger)
         var id: Int64?
         for try await found in rows.decode(Int64.self) { id = found }
         guard let id else { throw HubRefusal.unknownTenant(tenant) }
-        try await trim(tenant: id)
+        return try await trim(tenant: id, keysPerStep: keysPerStep, progress: progress)
     }
 }
 
-/// One transaction of ``HubDatabase/trim(tenant:)``: ranks each (key, device)'s rows by position
-/// and by conflict order, where a row counts for the device that stored it and every device that
-/// pushed it again (`also_pushed_by`); deletes at most `limit` rows that no device keeps (among its
-/// newest `retain_revisions`, or its greatest), and takes them off the tenant's counts. Rows of
-/// events of a newer format (no key) are kept.
+/// What a trim did: the rows it deleted, the keys and rows it read, in how many steps.
+public struct HubTrim: Sendable, Equatable, CustomStringConvertible {
+    /// Rows deleted.
+    public var deleted = 0
+    /// Keys whose rows were ranked.
+    public var keys = 0
+    /// Rows read to rank them.
+    public var rowsRead = 0
+    /// Steps (each a statement of at most ``HubDatabase/trimKeysPerStep`` keys).
+    public var steps = 0
+    /// Keys of the last step.
+    public var stepKeys = 0
+
+    /// Nothing done yet.
+    public init() {}
+
+    public var description: String {
+        func count(_ value: Int, _ noun: String) -> String { "\(value) \(noun)\(value == 1 ? "" : "s")" }
+        return "\(count(keys, "key")), \(count(rowsRead, "row")) read, \(deleted) deleted in \(count(steps, "step"))"
+    }
+}
+
+/// One step of ``HubDatabase/trim(tenant:keysPerStep:progress:)``: takes the tenant's next
+/// marked keys (after `$3`, up to `$4` when a sweep runs, at most `$5`), ranks their rows per
+/// (key, device) by position and by conflict order, where a row counts for the device that stored
+/// it and every device that pushed it again (`also_pushed_by`); deletes at most `$2` rows that no
+/// device keeps (among its newest `retain_revisions`, or its greatest), and takes them off the
+/// tenant's counts. Returns the rows deleted and read, and the keys with their marks (to clear).
 struct TrimStatement: PostgresPreparedStatement {
     static let sql = """
         WITH settings AS (
             SELECT COALESCE(retain_revisions, \(HubDatabase.defaultRetainedRevisions)) AS kept FROM tenants WHERE id = $1
+        ), marked AS (
+            SELECT key, marks FROM trim_pending
+            WHERE tenant_id = $1 AND key > $3 AND ($4::bytea IS NULL OR key <= $4::bytea)
+            ORDER BY key LIMIT $5
         ), pairs AS (
-            SELECT position, key, hlc, writer, counter, pusher
-            FROM events, unnest(array_prepend(device, also_pushed_by)) AS pusher
-            WHERE tenant_id = $1 AND key IS NOT NULL
+            SELECT e.position, e.key, e.hlc, e.writer, e.counter, pusher
+            FROM marked m JOIN events e ON e.tenant_id = $1 AND e.key = m.key,
+                unnest(array_prepend(e.device, e.also_pushed_by)) AS pusher
         ), ranked AS (
             SELECT position,
                 row_number() OVER (PARTITION BY key, pusher ORDER BY position DESC) AS newest,
@@ -97,20 +188,62 @@ struct TrimStatement: PostgresPreparedStatement {
                 byte_count = byte_count - (SELECT COALESCE(sum(size), 0) FROM deleted)
             WHERE id = $1 AND EXISTS (SELECT 1 FROM deleted)
         )
-        SELECT count(*) FROM deleted
+        SELECT (SELECT count(*) FROM deleted), (SELECT count(DISTINCT position) FROM pairs),
+            (SELECT array_agg(key ORDER BY key) FROM marked), (SELECT array_agg(marks ORDER BY key) FROM marked)
         """
-    static let bindingDataTypes: [PostgresDataType] = [.int8, .int8]
-    typealias Row = Int64
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .bytea, .bytea, .int8]
+    typealias Row = (Int64, Int64, [ByteBuffer]?, [Int64]?)
 
     var tenant: Int64
     var limit: Int64
+    var after: ByteBuffer
+    var upTo: ByteBuffer?
+    var keys: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
+        var bindings = PostgresBindings(capacity: 5)
         bindings.append(tenant)
+        bindings.append(limit)
+        bindings.append(after)
+        bindings.append(upTo)
+        bindings.append(keys)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// One step of a sweep: the tenant's next `$3` distinct keys after `$2` (one index probe each,
+/// however many rows a key has), marked for the trim. Returns how many and the last.
+struct SweepStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH RECURSIVE walk(key) AS (
+            (SELECT key FROM events WHERE tenant_id = $1 AND key > $2 ORDER BY key LIMIT 1)
+            UNION ALL
+            SELECT (SELECT e.key FROM events e WHERE e.tenant_id = $1 AND e.key > w.key ORDER BY e.key LIMIT 1)
+            FROM walk w WHERE w.key IS NOT NULL
+        ), found AS (
+            SELECT key FROM walk WHERE key IS NOT NULL LIMIT $3
+        ), marked AS (
+            INSERT INTO trim_pending (tenant_id, key) SELECT $1, key FROM found
+            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = trim_pending.marks + 1
+        )
+        SELECT (SELECT count(*) FROM found), (SELECT key FROM found ORDER BY key DESC LIMIT 1)
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .bytea, .int8]
+    typealias Row = (Int64, ByteBuffer?)
+
+    var tenant: Int64
+    var after: [UInt8]
+    var limit: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(tenant)
+        bindings.append(ByteBuffer(bytes: after))
         bindings.append(limit)
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

@@ -1,5 +1,5 @@
 @_spi(Wire) public import ChronicleFormat
-public import Foundation
+import Foundation
 public import Logging
 import NIOCore
 import NIOSSL
@@ -167,154 +167,6 @@ public final class HubDatabase: Sendable {
             throw error
         }
     }
-
-    // MARK: - Schema
-
-    /// The schema's versions, oldest first: each is applied once, in order, and recorded in
-    /// `schema_migrations` with when it was applied (docs/FORMAT.md, section 13).
-    public static let migrations: [HubMigration] = [
-        HubMigration(
-            version: 1, name: "tenants, devices, events and wrapped keys",
-            statements: [
-                """
-                CREATE TABLE IF NOT EXISTS tenants (
-                    id bigserial PRIMARY KEY,
-                    name text NOT NULL UNIQUE,
-                    relay_id bytea NOT NULL,
-                    epoch bytea NOT NULL,
-                    head bigint NOT NULL DEFAULT 0,
-                    chain bytea NOT NULL,
-                    event_count bigint NOT NULL DEFAULT 0,
-                    byte_count bigint NOT NULL DEFAULT 0,
-                    max_events bigint,
-                    max_bytes bigint,
-                    created timestamptz NOT NULL DEFAULT now())
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS devices (
-                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-                    name text NOT NULL,
-                    token_hash bytea NOT NULL UNIQUE,
-                    created timestamptz NOT NULL DEFAULT now(),
-                    last_seen timestamptz,
-                    pushed bigint NOT NULL DEFAULT 0,
-                    pulled bigint NOT NULL DEFAULT 0,
-                    PRIMARY KEY (tenant_id, name))
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS events (
-                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-                    position bigint NOT NULL,
-                    writer bytea NOT NULL,
-                    counter bigint NOT NULL,
-                    policy smallint NOT NULL,
-                    payload_size integer NOT NULL,
-                    body bytea NOT NULL,
-                    chain bytea NOT NULL,
-                    PRIMARY KEY (tenant_id, position))
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS wrapped_keys (
-                    tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-                    digest bytea NOT NULL,
-                    body bytea NOT NULL,
-                    PRIMARY KEY (tenant_id, digest))
-                """,
-            ]),
-        // One row per distinct body of an identity: a body pushed first by a device without the
-        // key must not swallow the genuine one (members pick; FORMAT.md 7.2).
-        HubMigration(
-            version: 2, name: "one row per distinct body of an identity",
-            statements: [
-                "ALTER TABLE events DROP CONSTRAINT IF EXISTS events_tenant_id_writer_counter_key",
-                "CREATE UNIQUE INDEX IF NOT EXISTS events_identity_body ON events (tenant_id, writer, counter, sha256(body))",
-            ]),
-        // Which key a record wraps (a pull carries only the keys its events name) and which device
-        // pushed it (each device stores a bounded number).
-        HubMigration(
-            version: 3, name: "wrapped keys by key id and pushing device",
-            statements: [
-                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS key_id bytea",
-                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS device text",
-                "UPDATE wrapped_keys SET key_id = substring(body from 2 for 16) WHERE key_id IS NULL",
-                "CREATE INDEX IF NOT EXISTS wrapped_keys_key_id ON wrapped_keys (tenant_id, key_id)",
-            ]),
-        // What retention needs of each event (its key, its clock, the device that pushed it), and
-        // each tenant's retention (FORMAT.md 13): a tenant's log keeps live values, not every write.
-        HubMigration(
-            version: 4, name: "retention: events by key and pushing device",
-            statements: [
-                "ALTER TABLE events ADD COLUMN IF NOT EXISTS key bytea",
-                "ALTER TABLE events ADD COLUMN IF NOT EXISTS hlc bigint",
-                "ALTER TABLE events ADD COLUMN IF NOT EXISTS device text",
-                "ALTER TABLE events ADD COLUMN IF NOT EXISTS also_pushed_by text[] NOT NULL DEFAULT '{}'",
-                "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS retain_revisions integer",
-                "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS appended_since_trim bigint NOT NULL DEFAULT 0",
-                "CREATE INDEX IF NOT EXISTS events_retention ON events (tenant_id, key, device, position) WHERE key IS NOT NULL",
-            ]),
-        // The order key records arrived in: a pull sends each id's records oldest first, so the
-        // record pushed with the events that first named an id comes before what a token holder
-        // who read the id from that push stored under it since (FORMAT.md 13).
-        HubMigration(
-            version: 5, name: "wrapped keys in arrival order",
-            statements: [
-                "ALTER TABLE wrapped_keys ADD COLUMN IF NOT EXISTS arrival bigserial",
-                "CREATE INDEX IF NOT EXISTS wrapped_keys_arrival ON wrapped_keys (tenant_id, key_id, arrival)",
-            ]),
-    ]
-
-    /// Applies the migrations the database has not recorded, in order, each in the same
-    /// transaction as its record (concurrent runs wait for each other).
-    ///
-    /// The statements of every version are idempotent, so a database the hub created before it
-    /// recorded versions is brought up to date and recorded without change.
-    /// - Returns: the versions applied now (empty: the schema was up to date).
-    @discardableResult
-    public func migrate() async throws -> [HubMigration] {
-        try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(7411011)", logger: logger)
-            try await connection.query(
-                """
-                CREATE TABLE IF NOT EXISTS schema_migrations (
-                    version integer PRIMARY KEY,
-                    name text NOT NULL,
-                    applied timestamptz NOT NULL DEFAULT now())
-                """, logger: logger)
-            var recorded = Set<Int>()
-            for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
-                recorded.insert(version)
-            }
-            if let newest = recorded.max(), newest > Self.migrations.count {
-                throw HubDatabaseUnavailable(
-                    reason: "the hub's database has schema version \(newest), newer than this chronicle knows (\(Self.migrations.count)): upgrade chronicle")
-            }
-            var applied: [HubMigration] = []
-            for migration in Self.migrations where !recorded.contains(migration.version) {
-                for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                try await connection.query(
-                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
-                applied.append(migration)
-            }
-            return applied
-        }
-    }
-
-    /// Every known migration with when it was applied (`nil`: pending), and the versions the
-    /// database records that this build does not know (a newer chronicle migrated it).
-    public func migrationStatus() async throws -> (migrations: [(migration: HubMigration, applied: Date?)], unknown: [Int]) {
-        var applied: [Int: Date] = [:]
-        let exists = try await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
-        var hasTable = false
-        for try await value in exists.decode(Bool.self) { hasTable = value }
-        if hasTable {
-            let rows = try await client.query("SELECT version, applied FROM schema_migrations ORDER BY version", logger: logger)
-            for try await (version, date) in rows.decode((Int, Date).self) { applied[version] = date }
-        }
-        let known = Set(Self.migrations.map(\.version))
-        return (Self.migrations.map { ($0, applied[$0.version]) }, applied.keys.filter { !known.contains($0) }.sorted())
-    }
 }
 
 /// A device authenticated by its token.
@@ -329,14 +181,4 @@ struct HubDevice: Sendable, Equatable {
 struct IdentityKey: Hashable {
     var writer: [UInt8]
     var counter: Int64
-}
-
-/// One version of the hub's schema.
-public struct HubMigration: Sendable {
-    /// The version: 1, 2, 3, … in the order they apply.
-    public let version: Int
-    /// What it changes, for `chronicle hub migrate --status`.
-    public let name: String
-    /// Its SQL statements (each idempotent).
-    public let statements: [String]
 }

@@ -38,8 +38,8 @@ struct PushCheckStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// The events, the tenant's head and counts, the devices' counts and the other nodes' wake-up,
-/// in one round trip (data-modifying WITH clauses run whether or not the query reads them).
+/// The events, the tenant's head and counts, the keys the next trim reads (those appended or
+/// vouched for), the devices' counts and the other nodes' wake-up, in one round trip (data-modifying WITH clauses run whether or not the query reads them).
 struct PushWriteStatement: PostgresPreparedStatement {
     static let sql = """
         WITH appended AS (
@@ -57,6 +57,12 @@ struct PushWriteStatement: PostgresPreparedStatement {
             FROM unnest($23::bytea[], $24::bigint[], $25::bytea[], $26::text[]) AS u(w, c, b, d)
             WHERE e.tenant_id = $1 AND e.writer = u.w AND e.counter = u.c AND e.body = u.b
                 AND e.device IS DISTINCT FROM u.d AND NOT (u.d = ANY(e.also_pushed_by))
+            RETURNING e.key
+        ), marked AS (
+            INSERT INTO trim_pending (tenant_id, key)
+            SELECT $1, m.k FROM (SELECT unnest($19::bytea[]) UNION SELECT key FROM vouched) AS m(k)
+            WHERE m.k IS NOT NULL AND m.k <> ''::bytea
+            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = trim_pending.marks + 1
         ), seen AS (
             UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
             FROM unnest($14::text[], $15::bigint[]) AS u(name, count)

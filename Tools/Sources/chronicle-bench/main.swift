@@ -57,6 +57,12 @@ if arguments.contains("--only-retention") {
     exit(0)
 }
 
+if arguments.contains("--only-hub-trim") {
+    await hubTrimBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub trims only"))
+    exit(0)
+}
+
 if arguments.contains("--only-hub") {
     await hubBenchmark()
     print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub only"))

@@ -88,4 +88,30 @@ struct HubSchemaMigrationTests {
             #expect(status.stdout.contains("99\tapplied by a newer chronicle"), "\(status.stdout)")
         }
     }
+
+    /// A rolling upgrade: a newer chronicle applied a version that names this build's newest as
+    /// one running beside it (it only expanded the schema). This build keeps serving and has
+    /// nothing to migrate; `--status` says it runs beside it. A version that names itself (it
+    /// took something away the previous nodes read) stops this build.
+    @Test func aNewerVersionThatRunsBesideThisBuildIsServed() async throws {
+        try await withEmptyDatabase { url in
+            #expect(try await runChronicle(["hub", "migrate", "--database", url]).status == 0)
+            let logger = Logger(label: "test")
+            let database = try HubDatabase(url: url, logger: logger)
+            let pool = Task { await database.run() }
+            defer { pool.cancel() }
+            let known = HubDatabase.migrations.count
+            try await database.client.query(
+                "INSERT INTO schema_migrations (version, name, oldest_node) VALUES (\(known + 1), 'an expanding version', \(known))", logger: logger)
+            try await database.checkSchema()
+            #expect(try await database.migrate().isEmpty)
+            let status = try await runChronicle(["hub", "migrate", "--status", "--database", url])
+            #expect(status.stdout.contains("\(known + 1)\tapplied by a newer chronicle\t(unknown to this one; it runs beside it)"), "\(status.stdout)")
+
+            try await database.client.query("UPDATE schema_migrations SET oldest_node = \(known + 1) WHERE version = \(known + 1)", logger: logger)
+            await #expect(throws: HubDatabaseUnavailable.self) { try await database.checkSchema() }
+            await #expect(throws: HubDatabaseUnavailable.self) { try await database.migrate() }
+            #expect(try await Self.serveRefuses(url).contains("newer than this chronicle knows"))
+        }
+    }
 }

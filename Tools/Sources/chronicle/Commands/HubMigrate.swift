@@ -31,11 +31,12 @@ extension ChronicleCommand.Hub {
                         print("\(migration.version)\t\(applied.map(iso) ?? "pending")\t\(migration.name)")
                     }
                 }
-                for version in unknown {
+                for (version, oldest) in unknown {
+                    let beside = (oldest ?? version) <= HubDatabase.migrations.count
                     if json {
-                        printJSONLine(["version": version, "unknown": true])
+                        printJSONLine(["version": version, "unknown": true, "runsBeside": beside])
                     } else {
-                        print("\(version)\tapplied by a newer chronicle\t(unknown to this one)")
+                        print("\(version)\tapplied by a newer chronicle\t(unknown to this one; \(beside ? "it runs beside it" : "upgrade it"))")
                     }
                 }
                 return

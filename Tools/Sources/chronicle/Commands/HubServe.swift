@@ -95,18 +95,10 @@ extension ChronicleCommand.Hub {
         func run() async throws {
             let settings = try settings()
             let hubDatabase = try database.open(over: settings.file)
-            // Never serve a schema this build does not match: one it would fail on, or a newer one.
+            // Never serve a schema this build does not match: one it would fail on, or a newer one it
+            // cannot run beside.
             // (`with` checks the connection first: a database it cannot use is reported at once.)
-            let (migrations, unknown) = try await database.with(over: settings.file) { try await $0.migrationStatus() }
-            if let version = unknown.max() {
-                throw HubDatabaseUnavailable(
-                    reason: "the hub's database has schema version \(version), newer than this chronicle knows: upgrade chronicle")
-            }
-            let pending = migrations.filter { $0.applied == nil }.map(\.migration.version)
-            if !pending.isEmpty {
-                throw HubDatabaseUnavailable(
-                    reason: "the hub's database lacks schema versions \(pending.map(String.init).joined(separator: ", ")): run `chronicle hub migrate` first")
-            }
+            try await database.with(over: settings.file) { try await $0.checkSchema() }
             // The metrics backend, chosen here: Prometheus, served on the operator's address.
             let registry = PrometheusCollectorRegistry()
             let factory = PrometheusMetricsFactory(registry: registry)

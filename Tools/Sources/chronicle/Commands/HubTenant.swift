@@ -152,7 +152,8 @@ extension ChronicleCommand.Hub.Tenant {
                 The hub keeps, of each key, the newest revisions each device pushed and each device's \
                 newest by the conflict order, so a tenant's log holds live values and its quota counts \
                 them. A device's own pushes never evict another device's events. The hub trims after \
-                appends, in short transactions; this command trims the tenant at once.
+                appends, in short statements; this command trims every key of the tenant at once, \
+                a step of 64 keys at a time, and reports each step on standard error.
 
                 Examples:
                   chronicle hub tenant retention family --revisions 20
@@ -170,8 +171,13 @@ extension ChronicleCommand.Hub.Tenant {
 
         func run() async throws {
             let (name, kept): (String, Int32?) = (name, forever ? 0 : revisions)
-            try await database.with { try await $0.setRetention(tenant: name, revisions: kept) }
+            let trim = try await database.with {
+                try await $0.setRetention(tenant: name, revisions: kept) { progress in
+                    printError("trimming: \(progress.keys) keys so far, \(progress.deleted) rows deleted")
+                }
+            }
             print("retention set: \(forever ? "every revision" : "\(kept ?? HubDatabase.defaultRetainedRevisions) revisions a key per device")")
+            print("trimmed: \(trim)")
         }
     }
 }
