@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system libraries Chronicle links against (liblmdb, libsodium; libsqlite3
-# for the benchmark peer; python3-lmdb for a test's forger) and pkg-config, when they are missing. Uses sudo only when not root.
+# for the benchmark peer; python3-lmdb for a test's forger; prometheus for the hub's metrics
+# tests) and pkg-config, when they are missing. Uses sudo only when not root.
 set -euo pipefail
 
 missing=()
@@ -10,6 +11,9 @@ pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)  # GRDB, for the benchmarks only
 # The forger of the tool's tamper-evidence tests (Tools/Tests/Forger): Debian's python3 with py-lmdb.
 /usr/bin/python3 -c 'import lmdb' 2>/dev/null || missing+=(python3-lmdb)
+# The hub's metrics tests: Prometheus's `promtool` checks the page, and a `prometheus` server
+# scrapes a node (Debian's package; on a machine with systemd it also installs a service).
+command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

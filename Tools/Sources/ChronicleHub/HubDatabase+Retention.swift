@@ -41,6 +41,7 @@ extension HubDatabase {
     public func trim(
         tenant: Int64, keysPerStep: Int = HubDatabase.trimKeysPerStep, progress: (@Sendable (HubTrim) -> Void)? = nil
     ) async throws -> HubTrim {
+        let keysPerStep = max(1, keysPerStep)
         var total = HubTrim()
         var after: [UInt8] = []
         while true {
@@ -48,16 +49,14 @@ extension HubDatabase {
             let step = try await trimStep(tenant: tenant, after: after, upTo: sweep.reached, keys: keysPerStep)
             total.deleted += step.deleted
             total.rowsRead += step.rowsRead
-            total.keys += step.keys.count
-            total.stepKeys = step.keys.count
             total.steps += 1
-            if let last = step.keys.last, step.deleted < Self.maxTrimmedPerTransaction {
+            total.stepKeys = step.keys.count
+            // Done with these keys only when the step chose fewer rows than it may delete (what it
+            // deleted may be fewer: another trim deleted some first); else the same keys again.
+            if let last = step.keys.last, step.doomed < Self.maxTrimmedPerTransaction {
+                total.keys += step.keys.count
                 after = last
-                try await client.query(
-                    """
-                    DELETE FROM trim_pending p USING unnest(\(step.keys.map { ByteBuffer(bytes: $0) })::bytea[], \(step.marks)::bigint[]) AS u(key, marks)
-                    WHERE p.tenant_id = \(tenant) AND p.key = u.key AND p.marks = u.marks
-                    """, logger: logger)
+                try await clearMarks(tenant: tenant, keys: step.keys, marks: step.marks)
             }
             if !step.keys.isEmpty || sweep.marked > 0 { progress?(total) }
             if step.keys.isEmpty, sweep.reached == nil { return total }
@@ -83,18 +82,37 @@ extension HubDatabase {
     }
 
     /// One step of a trim: the marked keys after `after` (up to `upTo`, the sweep's reach, while
-    /// one runs), their rows ranked and what no device keeps deleted.
+    /// one runs), their rows ranked and what no device keeps deleted. It takes the tenant's row
+    /// lock first, as a push does, so the two never wait on each other in opposite orders, and
+    /// its statement's snapshot holds whatever a trim step before it committed.
     private func trimStep(tenant: Int64, after: [UInt8], upTo: [UInt8]?, keys: Int) async throws
-        -> (deleted: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64])
+        -> (deleted: Int, doomed: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64])
     {
         let statement = TrimStatement(
             tenant: tenant, limit: Int64(Self.maxTrimmedPerTransaction), after: ByteBuffer(bytes: after), upTo: upTo.map { ByteBuffer(bytes: $0) },
             keys: Int64(keys))
-        var result: (deleted: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64]) = (0, 0, [], [])
-        for try await (deleted, read, keys, marks) in try await client.execute(statement, logger: logger) {
-            result = (Int(deleted), Int(read), (keys ?? []).map { Array(buffer: $0) }, marks ?? [])
+        return try await transaction { connection in
+            try await connection.query("SELECT id FROM tenants WHERE id = \(tenant) FOR UPDATE", logger: logger)
+            var result: (deleted: Int, doomed: Int, rowsRead: Int, keys: [[UInt8]], marks: [Int64]) = (0, 0, 0, [], [])
+            for try await (deleted, doomed, read, keys, marks) in try await connection.execute(statement, logger: logger) {
+                result = (Int(deleted), Int(doomed), Int(read), (keys ?? []).map { Array(buffer: $0) }, marks ?? [])
+            }
+            return result
         }
-        return result
+    }
+
+    /// Clears the marks a step read, where they did not change since (a push that marked a key
+    /// again meanwhile renewed its `marks`, drawn from a sequence, so it stays for the next
+    /// trim); a mark a push holds locked now is skipped, not waited for (the push renews it).
+    private func clearMarks(tenant: Int64, keys: [[UInt8]], marks: [Int64]) async throws {
+        try await client.query(
+            """
+            DELETE FROM trim_pending p WHERE p.tenant_id = \(tenant) AND (p.key, p.marks) IN (
+                SELECT q.key, q.marks FROM trim_pending q
+                JOIN unnest(\(keys.map { ByteBuffer(bytes: $0) })::bytea[], \(marks)::bigint[]) AS u(key, marks)
+                    ON q.key = u.key AND q.marks = u.marks
+                WHERE q.tenant_id = \(tenant) ORDER BY q.key FOR UPDATE OF q SKIP LOCKED)
+            """, logger: logger)
     }
 
     /// Starts a trim of `tenant` in the background, unless one of it runs on this node (another
@@ -103,11 +121,17 @@ extension HubDatabase {
         let start = trims.withLock { running -> Bool in running.insert(tenant).inserted }
         guard start else { return }
         Task {
+            let metrics = self.metrics.withLock { $0 }
+            let start = ContinuousClock.now
             do {
-                try await self.trim(tenant: tenant)
+                let trim = try await self.trim(tenant: tenant)
+                metrics?.count(.trims, [("result", "done")])
+                metrics?.count(.trimmedRows, by: Int64(trim.deleted))
             } catch {
+                metrics?.count(.trims, [("result", "failed")])
                 self.logger.debug("chronicle: trimming a tenant's log failed; the next appends retry", metadata: ["tenant": "\(tenant)", "error": "\(error)"])
             }
+            metrics?.observe(.trimDuration, [], ContinuousClock.now - start)
             self.trims.withLock { _ = $0.remove(tenant) }
         }
     }
@@ -157,7 +181,8 @@ public struct HubTrim: Sendable, Equatable, CustomStringConvertible {
 /// (key, device) by position and by conflict order, where a row counts for the device that stored
 /// it and every device that pushed it again (`also_pushed_by`); deletes at most `$2` rows that no
 /// device keeps (among its newest `retain_revisions`, or its greatest), and takes them off the
-/// tenant's counts. Returns the rows deleted and read, and the keys with their marks (to clear).
+/// tenant's counts. Returns the rows deleted, chosen and read, and the keys with their marks
+/// (to clear).
 struct TrimStatement: PostgresPreparedStatement {
     static let sql = """
         WITH settings AS (
@@ -167,32 +192,35 @@ struct TrimStatement: PostgresPreparedStatement {
             WHERE tenant_id = $1 AND key > $3 AND ($4::bytea IS NULL OR key <= $4::bytea)
             ORDER BY key LIMIT $5
         ), pairs AS (
-            SELECT e.position, e.key, e.hlc, e.writer, e.counter, pusher
+            SELECT e.position, e.key, e.hlc, e.writer, e.counter, cardinality(e.also_pushed_by) AS vouches, pusher
             FROM marked m JOIN events e ON e.tenant_id = $1 AND e.key = m.key,
                 unnest(array_prepend(e.device, e.also_pushed_by)) AS pusher
         ), ranked AS (
-            SELECT position,
+            SELECT position, vouches,
                 row_number() OVER (PARTITION BY key, pusher ORDER BY position DESC) AS newest,
                 rank() OVER (PARTITION BY key, pusher ORDER BY hlc DESC, writer DESC, counter DESC) AS greatest
             FROM pairs
         ), doomed AS (
-            SELECT r.position FROM ranked r, settings s
+            SELECT r.position, max(r.vouches) AS vouches FROM ranked r, settings s
             GROUP BY r.position, s.kept
             HAVING s.kept > 0 AND bool_and(r.newest > s.kept AND r.greatest > 1)
             ORDER BY r.position LIMIT $2
         ), deleted AS (
-            DELETE FROM events e USING doomed d WHERE e.tenant_id = $1 AND e.position = d.position
+            -- A row a push vouched for since this statement's snapshot counts for one more
+            -- device now: it is not deleted (PostgreSQL rechecks this against the row's newest version).
+            DELETE FROM events e USING doomed d
+            WHERE e.tenant_id = $1 AND e.position = d.position AND cardinality(e.also_pushed_by) = d.vouches
             RETURNING octet_length(e.body) AS size
         ), counted AS (
             UPDATE tenants SET event_count = event_count - (SELECT count(*) FROM deleted),
                 byte_count = byte_count - (SELECT COALESCE(sum(size), 0) FROM deleted)
             WHERE id = $1 AND EXISTS (SELECT 1 FROM deleted)
         )
-        SELECT (SELECT count(*) FROM deleted), (SELECT count(DISTINCT position) FROM pairs),
+        SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM doomed), (SELECT count(DISTINCT position) FROM pairs),
             (SELECT array_agg(key ORDER BY key) FROM marked), (SELECT array_agg(marks ORDER BY key) FROM marked)
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .bytea, .bytea, .int8]
-    typealias Row = (Int64, Int64, [ByteBuffer]?, [Int64]?)
+    typealias Row = (Int64, Int64, Int64, [ByteBuffer]?, [Int64]?)
 
     var tenant: Int64
     var limit: Int64
@@ -225,8 +253,8 @@ struct SweepStatement: PostgresPreparedStatement {
         ), found AS (
             SELECT key FROM walk WHERE key IS NOT NULL LIMIT $3
         ), marked AS (
-            INSERT INTO trim_pending (tenant_id, key) SELECT $1, key FROM found
-            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = trim_pending.marks + 1
+            INSERT INTO trim_pending (tenant_id, key) SELECT $1, key FROM found ORDER BY key
+            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = nextval('trim_marks')
         )
         SELECT (SELECT count(*) FROM found), (SELECT key FROM found ORDER BY key DESC LIMIT 1)
         """

@@ -111,18 +111,21 @@ extension HubDatabase {
         HubMigration(
             version: 6, name: "trims read what changed since the last", oldestNode: 5,
             statements: [
+                // What touches `events` and `wrapped_keys` first: should it wait (for a VACUUM
+                // of `events`, say), nothing of `tenants` is locked meanwhile.
+                "ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.02)",
+                "DROP INDEX IF EXISTS wrapped_keys_key_id",
+                "CREATE SEQUENCE IF NOT EXISTS trim_marks",
                 """
                 CREATE TABLE IF NOT EXISTS trim_pending (
                     tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
                     key bytea NOT NULL,
-                    marks bigint NOT NULL DEFAULT 1,
+                    marks bigint NOT NULL DEFAULT nextval('trim_marks'),
                     PRIMARY KEY (tenant_id, key))
                 """,
+                "ALTER TABLE trim_pending SET (autovacuum_vacuum_scale_factor = 0.05)",
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS sweep_from bytea DEFAULT ''::bytea",
                 "ALTER TABLE tenants ALTER COLUMN sweep_from SET DEFAULT NULL",
-                "ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.02)",
-                "ALTER TABLE trim_pending SET (autovacuum_vacuum_scale_factor = 0.05)",
-                "DROP INDEX IF EXISTS wrapped_keys_key_id",
             ]),
     ]
 
@@ -136,6 +139,10 @@ extension HubDatabase {
     public func migrate() async throws -> [HubMigration] {
         try await transaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(7411011)", logger: logger)
+            // A version that waits this long for a table (a long VACUUM, an old node's statement)
+            // fails, and the operator runs `migrate` again, rather than stalling every request
+            // behind the lock it waits for.
+            try await connection.query("SET LOCAL lock_timeout = '10s'", logger: logger)
             try await connection.query(
                 """
                 CREATE TABLE IF NOT EXISTS schema_migrations (

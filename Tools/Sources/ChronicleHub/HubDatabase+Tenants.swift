@@ -217,16 +217,21 @@ extension HubDatabase {
     /// takes effect on the next request, on every node, as when each request looked it up.
     func device(token: String) async throws -> HubDevice? {
         let digest = Self.tokenHash(token)
-        if let known = tokens.withLock({ $0[digest] }) { return known }
+        let metrics = self.metrics.withLock { $0 }
+        if let known = tokens.withLock({ $0[digest] }) {
+            metrics?.count(.tokenLookups, [("result", "hit")])
+            return known
+        }
+        metrics?.count(.tokenLookups, [("result", "miss")])
         let hash = ByteBuffer(bytes: digest)
         let rows = try await client.query(
             "SELECT tenant_id, name FROM devices WHERE token_hash = \(hash)", logger: logger)
         for try await (tenant, name) in rows.decode((Int64, String).self) {
             let device = HubDevice(tenant: tenant, name: name, tokenHash: digest)
             tokens.withLock { tokens in
-                // Bounded: only tokens that exist get here, and a node that saw this many
-                // starts over (each is looked up again once).
-                if tokens.count >= Self.maxRememberedTokens { tokens.removeAll(keepingCapacity: true) }
+                // Bounded: only tokens that exist get here, and a node that knows this many
+                // forgets one it knows (an arbitrary one: the dictionary's first), not all of them.
+                if tokens.count >= Self.maxRememberedTokens, let first = tokens.keys.first { tokens.removeValue(forKey: first) }
                 tokens[digest] = device
             }
             return device

@@ -64,6 +64,8 @@ public final class HubDatabase: Sendable {
     let appendQueue = AppendQueue()
     /// The tenants this node is trimming.
     let trims = Mutex<Set<Int64>>([])
+    /// Where the node serving this database records trims and token lookups (set by `HubNode`).
+    let metrics = Mutex<HubMetrics?>(nil)
 
     /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
     ///

@@ -2,8 +2,9 @@ import Hummingbird
 
 /// What the hub refuses, with the HTTP status it answers.
 enum HubRefusal: Error, CustomStringConvertible {
-    /// A tenant over its event or byte quota (507: the tenant's storage is full).
-    case quotaExceeded(String)
+    /// A push over a quota (507: the tenant's storage is full): the message, and which quota
+    /// (`events`, `bytes`, `device_keys`, `tenant_keys`: the label of its metric).
+    case quotaExceeded(String, quota: String)
     /// No such tenant (the operator's commands).
     case unknownTenant(String)
     /// A name the operator gave is not acceptable.
@@ -15,7 +16,7 @@ enum HubRefusal: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .quotaExceeded(text), let .invalidName(text), let .busy(text): text
+        case let .quotaExceeded(text, _), let .invalidName(text), let .busy(text): text
         case let .unknownTenant(name): "no tenant named \(name)"
         case .revokedToken: HubBackend.refusal
         }
@@ -23,7 +24,7 @@ enum HubRefusal: Error, CustomStringConvertible {
 
     var httpError: HTTPError {
         switch self {
-        case let .quotaExceeded(text): HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: text)
+        case let .quotaExceeded(text, _): HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: text)
         case let .invalidName(text): HTTPError(.badRequest, message: text)
         case let .unknownTenant(name): HTTPError(.notFound, message: "no tenant named \(name)")
         case .revokedToken: HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: HubBackend.refusal)

@@ -6,7 +6,9 @@ import HummingbirdCore
 public import Logging
 import NIOCore
 import PostgresNIO
+public import Prometheus
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 public import CoreMetrics
 
@@ -99,9 +101,24 @@ public struct HubNode: Sendable {
     ///   - metrics: the swift-metrics backend the node records to (default: the process's,
     ///     `MetricsSystem.factory`).
     public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub"), metrics: any MetricsFactory = MetricsSystem.factory) {
+        self.init(database: database, logger: logger, metrics: HubMetrics(factory: metrics))
+    }
+
+    /// A node serving the tenants of `database` that records to a Prometheus registry, each
+    /// family with its help text and type (what `chronicle hub serve` does).
+    /// - Parameters:
+    ///   - database: the hub's database.
+    ///   - logger: where requests and errors are logged.
+    ///   - registry: where the node registers its metric families.
+    public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub"), registry: PrometheusCollectorRegistry) {
+        self.init(database: database, logger: logger, metrics: HubMetrics(registry: registry))
+    }
+
+    private init(database: HubDatabase, logger: Logger, metrics: HubMetrics) {
         self.database = database
         self.logger = logger
-        self.metrics = HubMetrics(factory: metrics)
+        self.metrics = metrics
+        database.metrics.withLock { $0 = metrics }
         notifier = HubNotifier(logger: logger)
     }
 
@@ -182,7 +199,7 @@ public struct HubNode: Sendable {
         }
 
         router.get("metrics") { _, _ -> Response in
-            metrics.waiting.record(notifier.waiting)
+            metrics.set(.longPollsWaiting, notifier.waiting)
             guard let text = metricsText?() else {
                 return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "no metrics backend\n")))
             }
@@ -247,13 +264,15 @@ struct HubBackend: SyncBackend {
             result = try await database.range(
                 device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         }
-        metrics.eventsServed.increment(by: Int64(result.events))
+        metrics.count(.eventsServed, by: Int64(result.events))
+        metrics.count(.servedBytes, by: Int64(result.bytes.count))
         return result.bytes
     }
 
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> (range: [UInt8], whole: [Bool]) {
         let result = try await readLimit.run(tenant: caller.device.tenant) { try await database.events(device: caller.device, identities) }
-        metrics.eventsServed.increment(by: Int64(result.events))
+        metrics.count(.eventsServed, by: Int64(result.events))
+        metrics.count(.servedBytes, by: Int64(result.bytes.count))
         return (result.bytes, result.whole)
     }
 
@@ -266,8 +285,9 @@ struct HubBackend: SyncBackend {
     func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> RangeReceipt {
         // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of
         // pushes holds bytes, not decoded ranges.
+        metrics.count(.pushedBytes, by: Int64(body.count))
         let receipt = try await database.appends.append(body, device: caller.device)
-        metrics.eventsAppended.increment(by: Int64(receipt.applied))
+        metrics.count(.eventsAppended, by: Int64(receipt.applied))
         return receipt
     }
 }
@@ -283,60 +303,69 @@ struct LongPollDrain: Service {
     }
 }
 
-/// Turns refusals into their statuses, a lost database into 503, and counts both.
+/// Turns refusals into their statuses, a lost database into 503, and counts every request by
+/// route and status class, with how long it took.
 struct HubErrorMiddleware: RouterMiddleware {
     typealias Context = SyncContext<HubBackend.Caller>
     let metrics: HubMetrics
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var status = 500
+        defer {
+            let labels = [("route", Self.route(of: request)), ("status", "\(status / 100)xx")]
+            metrics.count(.requests, labels)
+            metrics.observe(.requestDuration, labels, ContinuousClock.now - start)
+        }
         do {
             let response = try await next(request, context)
-            metrics.requests.increment()
+            status = response.status.code
             return response
         } catch let refusal as HubRefusal {
-            metrics.refusals.increment()
-            throw refusal.httpError
+            metrics.count(.refusals)
+            if case let .quotaExceeded(_, quota) = refusal { metrics.count(.quotaRefusals, [("reason", quota)]) }
+            let error = refusal.httpError
+            status = error.status.code
+            throw error
         } catch let error as ChronicleError {
-            metrics.refusals.increment()
-            if case .malformedInput = error { throw HTTPError(.badRequest, message: error.description) }
+            metrics.count(.refusals)
+            if case .malformedInput = error {
+                status = 400
+                throw HTTPError(.badRequest, message: error.description)
+            }
             throw error
         } catch let error as HTTPError {
-            if error.status == .badRequest { metrics.refusals.increment() }  // a malformed query
+            status = error.status.code
+            if error.status == .badRequest { metrics.count(.refusals) }  // a malformed query
             throw error
         } catch is CancellationError {
+            status = 503
             throw CancellationError()  // the node is stopping: not the database's failure
         } catch where HubDatabase.describe(error) == nil {
             // Not the database's (a client that closed its connection mid-body, say): no 503, no
             // database alert, nothing at error level a device could fill the log with.
             logger.notice("chronicle hub: a request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            status = 400
             throw HTTPError(.badRequest, message: "the request could not be read")
         } catch {
             // PSQLError, a failed COMMIT (PostgresTransactionError), the pool giving up on
             // connecting (its circuit breaker): the database, not the request.
-            metrics.databaseErrors.increment()
+            metrics.count(.databaseErrors)
+            status = 503
             logger.error("chronicle hub: the database failed a request", metadata: ["error": "\(String(reflecting: error))"])
             throw HTTPError(.serviceUnavailable, message: "the hub's database is unavailable; retry")
         }
     }
-}
 
-/// The node's metrics, through swift-metrics: whichever backend the process chose (`chronicle
-/// hub serve` chooses Prometheus). Names follow Prometheus' conventions.
-struct HubMetrics: Sendable {
-    let requests: CoreMetrics.Counter
-    let refusals: CoreMetrics.Counter
-    let databaseErrors: CoreMetrics.Counter
-    let eventsAppended: CoreMetrics.Counter
-    let eventsServed: CoreMetrics.Counter
-    let waiting: CoreMetrics.Gauge
-
-    init(factory: any MetricsFactory) {
-        requests = Counter(label: "chronicle_hub_requests_total", factory: factory)
-        refusals = Counter(label: "chronicle_hub_refusals_total", factory: factory)
-        databaseErrors = Counter(label: "chronicle_hub_database_errors_total", factory: factory)
-        eventsAppended = Counter(label: "chronicle_hub_events_appended_total", factory: factory)
-        eventsServed = Counter(label: "chronicle_hub_events_served_total", factory: factory)
-        waiting = Gauge(label: "chronicle_hub_long_polls_waiting", factory: factory)
+    /// The route a request took, as a label: a handful of values, whatever the path.
+    static func route(of request: Request) -> String {
+        switch (request.method, request.uri.path) {
+        case (.get, "/v1/info"): "info"
+        case (.get, "/v1/range"): (Int(request.uri.queryParameters["wait"].map(String.init) ?? "") ?? 0) > 0 ? "range_wait" : "range"
+        case (.post, "/v1/range"): "push"
+        case (.post, "/v1/events"): "events"
+        default: "other"
+        }
     }
 }

@@ -53,16 +53,23 @@ struct PushWriteStatement: PostgresPreparedStatement {
                 appended_since_trim = $22
             WHERE id = $1 AND $13
         ), vouched AS (
-            UPDATE events e SET also_pushed_by = array_append(e.also_pushed_by, u.d)
-            FROM unnest($23::bytea[], $24::bigint[], $25::bytea[], $26::text[]) AS u(w, c, b, d)
+            -- Every device that vouches for a row in this commit (several may, in one batch).
+            UPDATE events e SET also_pushed_by = e.also_pushed_by || array(
+                    SELECT DISTINCT x FROM unnest(u.ds) AS x WHERE x IS DISTINCT FROM e.device AND NOT (x = ANY(e.also_pushed_by)) ORDER BY x)
+            FROM (
+                SELECT w, c, b, array_agg(d) AS ds FROM unnest($23::bytea[], $24::bigint[], $25::bytea[], $26::text[]) AS v(w, c, b, d)
+                GROUP BY w, c, b
+            ) AS u
             WHERE e.tenant_id = $1 AND e.writer = u.w AND e.counter = u.c AND e.body = u.b
-                AND e.device IS DISTINCT FROM u.d AND NOT (u.d = ANY(e.also_pushed_by))
+                AND EXISTS (SELECT 1 FROM unnest(u.ds) AS x WHERE x IS DISTINCT FROM e.device AND NOT (x = ANY(e.also_pushed_by)))
             RETURNING e.key
         ), marked AS (
+            -- In key order, as a trim's clearing and a sweep lock marks: never in opposite orders.
             INSERT INTO trim_pending (tenant_id, key)
             SELECT $1, m.k FROM (SELECT unnest($19::bytea[]) UNION SELECT key FROM vouched) AS m(k)
             WHERE m.k IS NOT NULL AND m.k <> ''::bytea
-            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = trim_pending.marks + 1
+            ORDER BY m.k
+            ON CONFLICT (tenant_id, key) DO UPDATE SET marks = nextval('trim_marks')
         ), seen AS (
             UPDATE devices d SET last_seen = now(), pushed = d.pushed + u.count
             FROM unnest($14::text[], $15::bigint[]) AS u(name, count)

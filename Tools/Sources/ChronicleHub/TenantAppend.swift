@@ -249,20 +249,20 @@ extension TenantAppend {
         if newKeys > 0, storedByDevice + Int64(newKeys) > HubDatabase.maxKeysPerDevice {
             throw HubRefusal.quotaExceeded(
                 "device \(device) stored \(storedByDevice) wrapped keys and this push brings \(newKeys) more: "
-                    + "a device stores at most \(HubDatabase.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)")
+                    + "a device stores at most \(HubDatabase.maxKeysPerDevice) (the operator frees them with `chronicle hub keys drop`)", quota: "device_keys")
         }
         if newKeys > 0, tenant.keys + Int64(newKeys) > HubDatabase.maxKeys {
             throw HubRefusal.quotaExceeded(
                 "the tenant holds \(tenant.keys) wrapped keys and this push brings \(newKeys) more: at most \(HubDatabase.maxKeys) are kept "
-                    + "(the operator frees them with `chronicle hub keys drop`)")
+                    + "(the operator frees them with `chronicle hub keys drop`)", quota: "tenant_keys")
         }
         if let maxEvents = tenant.maxEvents, tenant.events + appended > maxEvents {
             throw HubRefusal.quotaExceeded(
-                "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator")
+                "the tenant's quota of \(maxEvents) events is reached (\(tenant.events) stored, \(appended) more pushed): ask the operator", quota: "events")
         }
         if let maxBytes = tenant.maxBytes, tenant.bytes + addedBytes > maxBytes {
             throw HubRefusal.quotaExceeded(
-                "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator")
+                "the tenant's quota of \(maxBytes) bytes is reached (\(tenant.bytes) stored, \(addedBytes) more pushed): ask the operator", quota: "bytes")
         }
     }
 

@@ -145,7 +145,7 @@ private func insert(_ client: PostgresClient, tenant: Int64, from: Int, count: I
         """
         INSERT INTO trim_pending (tenant_id, key)
         SELECT DISTINCT \(tenant), convert_to('bench.key.' || (g % \(keyCount)), 'UTF8') FROM generate_series(\(first), \(last)) g
-        ON CONFLICT (tenant_id, key) DO UPDATE SET marks = trim_pending.marks + 1
+        ON CONFLICT (tenant_id, key) DO UPDATE SET marks = nextval('trim_marks')
         """)
     try await client.query("UPDATE tenants SET head = \(last), event_count = event_count + \(Int64(count)) WHERE id = \(tenant)")
 }

@@ -105,6 +105,83 @@ struct HubTrimTests {
         }
     }
 
+    /// Two trims of one tenant at once (two nodes, or a node's and `hub tenant retention`), on a
+    /// key with more rows to delete than one statement deletes: whatever the interleaving, the
+    /// key ends with what retention keeps, and no mark of it is cleared while rows remain.
+    @Test(arguments: 0..<3)
+    func twoTrimsAtOnceLeaveNothingRetentionDrops(round: Int) async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            try await hub.admin.setRetention(tenant: tenant, revisions: 10)
+            let id = try await hub.tenantID(tenant)
+            try await Self.insert(hub, tenant: id, rows: 5_000)
+            let other = try HubDatabase(url: try #require(testDatabase))
+            let pool = Task { await other.run() }
+            defer { pool.cancel() }
+            async let first = hub.admin.trim(tenant: id, keysPerStep: 1 + round)
+            async let second = other.trim(tenant: id)
+            let (a, b) = try await (first, second)
+            var rows: Int64 = -1
+            for try await count in try await hub.admin.client.query("SELECT count(*) FROM events WHERE tenant_id = \(id)").decode(Int64.self) {
+                rows = count
+            }
+            #expect(rows == 10, "\(rows) rows left; the trims: \(a); \(b)")
+            #expect(a.deleted + b.deleted == 4_990)
+            #expect(try await hub.admin.tenant(named: tenant).summary.events == 10)
+        }
+    }
+
+    /// A trim that waited on another's deletions (another node's trim step, still open) finds
+    /// the rows it chose gone: it must go on with what is left, not take the key for done.
+    @Test func aTrimThatWaitedOnAnothersDeletionsFinishesTheKey() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            try await hub.admin.setRetention(tenant: tenant, revisions: 10)
+            let id = try await hub.tenantID(tenant)
+            try await Self.insert(hub, tenant: id, rows: 5_000)
+            let trim = try await whileHolding(
+                hub,
+                [
+                    "DELETE FROM events WHERE tenant_id = \(id) AND position <= 4096",
+                    "UPDATE tenants SET event_count = event_count - 4096 WHERE id = \(id)",
+                ]
+            ) { holder in
+                let trim = Task { try await hub.admin.trim(tenant: id) }
+                // Until the trim waits in PostgreSQL on what the other step holds.
+                var waiting = false
+                for _ in 0..<3_000 where !waiting {
+                    for try await count in try await hub.admin.client.query(
+                        "SELECT count(*) FROM pg_stat_activity WHERE \(holder) = ANY(pg_blocking_pids(pid))"
+                    ).decode(Int64.self) { waiting = count > 0 }
+                    if !waiting { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                #expect(waiting, "the trim never waited on the other step")
+                return trim
+            }
+            let done = try await trim.value
+            var rows: Int64 = -1
+            for try await count in try await hub.admin.client.query("SELECT count(*) FROM events WHERE tenant_id = \(id)").decode(Int64.self) {
+                rows = count
+            }
+            #expect(rows == 10, "\(rows) rows left after \(done)")
+            #expect(try await hub.admin.tenant(named: tenant).summary.events == 10)
+        }
+    }
+
+    /// `rows` revisions of the key "hot" stored by one device, the tenant's head and counts set
+    /// to them, and the key marked for the next trim.
+    static func insert(_ hub: HubFixture, tenant id: Int64, rows: Int) async throws {
+        try await hub.admin.client.query(
+            """
+            INSERT INTO events (tenant_id, position, writer, counter, policy, payload_size, body, chain, key, hlc, device)
+            SELECT \(id), g, decode('00112233445566778899aabbccddeeff', 'hex'), g, 1, 32, sha256(int8send(g)), sha256(int8send(g)),
+                convert_to('hot', 'UTF8'), g, 'phone'
+            FROM generate_series(1, \(rows)) g
+            """)
+        try await hub.admin.client.query("UPDATE tenants SET head = \(rows), event_count = \(rows) WHERE id = \(id)")
+        try await hub.admin.client.query("INSERT INTO trim_pending (tenant_id, key) VALUES (\(id), convert_to('hot', 'UTF8'))")
+    }
+
     var forever: Store.Configuration {
         var configuration = Store.Configuration()
         configuration.retention = .forever

@@ -64,7 +64,7 @@ func withHub<R: Sendable>(
     try await admin.migrate()
     let nodes = try (0..<count).map { _ in
         let registry = PrometheusCollectorRegistry()
-        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger, metrics: PrometheusMetricsFactory(registry: registry))
+        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger, registry: registry)
         node.metricsText = { registry.emitToBuffer() }
         node.operatorEndpoint = .init(host: "127.0.0.1", port: 0)
         configure(&node)
@@ -96,12 +96,19 @@ func withHub<R: Sendable>(
 /// tenant wait for it in PostgreSQL), passing the holding backend's process id; releases the
 /// lock when `body` returns or throws.
 func whileHoldingRowLock<R: Sendable>(_ hub: HubFixture, tenant id: Int64, _ body: (Int32) async throws -> R) async throws -> R {
+    try await whileHolding(hub, ["SELECT id FROM tenants WHERE id = \(id) FOR UPDATE"], body)
+}
+
+/// Runs `statements` in a transaction and keeps it open while `body` runs (what they locked,
+/// other statements wait for), passing the holding backend's process id; commits when `body`
+/// returns, rolls back when it throws.
+func whileHolding<R: Sendable>(_ hub: HubFixture, _ statements: [String], _ body: (Int32) async throws -> R) async throws -> R {
     let logger = Logger(label: "hub-tests")
     let (lockedStream, locked) = AsyncStream<Int32>.makeStream()
     let (releaseStream, release) = AsyncStream<Void>.makeStream()
     let holder = Task {
         try await hub.admin.client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT id FROM tenants WHERE id = \(id) FOR UPDATE", logger: logger)
+            for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
             for try await pid in try await connection.query("SELECT pg_backend_pid()", logger: logger).decode(Int32.self) { locked.yield(pid) }
             for await _ in releaseStream { break }
         }

@@ -99,11 +99,12 @@ extension ChronicleCommand.Hub {
             // cannot run beside.
             // (`with` checks the connection first: a database it cannot use is reported at once.)
             try await database.with(over: settings.file) { try await $0.checkSchema() }
-            // The metrics backend, chosen here: Prometheus, served on the operator's address.
+            // The metrics backend, chosen here: Prometheus, served on the operator's address. The
+            // node registers its families on the registry with their help texts; what libraries
+            // record through swift-metrics lands in the same registry.
             let registry = PrometheusCollectorRegistry()
-            let factory = PrometheusMetricsFactory(registry: registry)
-            MetricsSystem.bootstrap(factory)
-            var node = HubNode(database: hubDatabase, logger: Logger(label: "chronicle.hub"), metrics: factory)
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            var node = HubNode(database: hubDatabase, logger: Logger(label: "chronicle.hub"), registry: registry)
             node.metricsText = { registry.emitToBuffer() }
             if let limit = settings.server.maxConnectionsPerAddress { node.maxConnectionsPerAddress = limit }
             node.maxConnections = settings.maxConnections
