@@ -46,9 +46,12 @@ trap stop EXIT
 
 "${run_as[@]}" "$bin/initdb" -D "$work/data" -U chronicle -A trust --no-sync -E UTF8 >"$work/initdb.log" 2>&1 \
     || { cat "$work/initdb.log" >&2; exit 1; }
-# fsync off: a test cluster, thrown away afterwards; max_connections for several hub nodes.
+# fsync off: a test cluster, thrown away afterwards (CHRONICLE_PG_DURABLE=1 keeps PostgreSQL's
+# flushes, for a benchmark of commits); max_connections for several hub nodes.
+durability="-c fsync=off -c synchronous_commit=off"
+[ "${CHRONICLE_PG_DURABLE:-}" = 1 ] && durability="-c fsync=on -c synchronous_commit=on"
 "${run_as[@]}" "$bin/pg_ctl" -D "$work/data" -l "$work/server.log" -w -o \
-    "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200" start >/dev/null \
+    "-p $port -k $work -c listen_addresses=127.0.0.1 $durability -c max_connections=200" start >/dev/null \
     || { cat "$work/server.log" >&2; exit 1; }
 
 export CHRONICLE_TEST_DATABASE="postgres://chronicle@127.0.0.1:$port/postgres"
