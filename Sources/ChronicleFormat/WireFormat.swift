@@ -43,6 +43,9 @@
     @_spi(Wire) public var protocolVersion: UInt8
     @_spi(Wire) public var head: UInt64
     @_spi(Wire) public var writer: String?
+    /// `true`: a relay that keeps a log (positions and chain hashes that never change) though it
+    /// names no writer; absent otherwise (FORMAT.md 8).
+    @_spi(Wire) public var keepsLog: Bool?
 
     @_spi(Wire) public init(_ info: ReplicaInfo) {
         replicaID = info.replicaID.hex
@@ -50,16 +53,18 @@
         protocolVersion = info.protocolVersion
         head = info.head
         writer = info.writer?.hex
+        keepsLog = info.keepsLog ? true : nil
     }
 
-    /// A relay's info: its id and epoch as 16 bytes each, no writer (like a mailbox: pushers judge
-    /// what they pushed by their own checkpoints).
+    /// A relay's info (the hub's): its id and epoch as 16 bytes each, no writer, and a log whose
+    /// chain hashes a pusher may probe to learn whether it lost what was pushed.
     @_spi(Wire) public init(relay id: [UInt8], epoch: [UInt8], head: UInt64) {
         replicaID = id.hexString
         self.epoch = epoch.hexString
         protocolVersion = EventRange.protocolVersion
         self.head = head
         writer = nil
+        keepsLog = true
     }
 
     @_spi(Wire) public func info() throws(ChronicleError) -> ReplicaInfo {
@@ -71,6 +76,6 @@
             guard let id = ReplicaID(hex: writer) else { throw .malformedInput("the peer's writer id is malformed") }
             writerID = id
         }
-        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID)
+        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID, keepsLog: keepsLog == true)
     }
 }

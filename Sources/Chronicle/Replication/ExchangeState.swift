@@ -28,7 +28,7 @@ struct ExchangeState: Sendable {
     /// - Parameters:
     ///   - checkpoint: the pull checkpoint for (peer, its epoch, pull, filter).
     ///   - remoteHead: the head the peer's `info()` named.
-    ///   - passive: whether the peer is passive (reports no writer).
+    ///   - passive: whether the peer is passive (reports no writer and keeps no log: a mailbox).
     ///   - maxPullBatches: the most batches one pull may take.
     init(checkpoint: CheckpointValue, remoteHead: UInt64, passive: Bool, maxPullBatches: Int) {
         self.passive = passive

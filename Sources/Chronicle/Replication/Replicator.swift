@@ -143,7 +143,8 @@ public actor Replicator {
         let pullKey = CheckpointKey(peer: remote.replicaID, epoch: remote.epoch, direction: .pull, filter: filter)
         let checkpoint = try await BlockingWork.run { try log.pullCheckpoint(pullKey) }
         var state = ExchangeState(
-            checkpoint: checkpoint, remoteHead: remote.head, passive: remote.writer == nil, maxPullBatches: configuration.maxPullBatches)
+            checkpoint: checkpoint, remoteHead: remote.head, passive: remote.writer == nil && !remote.keepsLog,
+            maxPullBatches: configuration.maxPullBatches)
         // Only this opening's own events are left out: a replica rolled back to an older copy
         // of its files draws a new writer, so it gets back everything it had sent before.
         while true {

@@ -52,11 +52,11 @@ struct HubFixture: Sendable {
 }
 
 /// Runs `nodes` hub nodes (each with its own connection pool, as separate processes would
-/// have) on free loopback ports against the test database, migrated, for `body`.
+/// have) on free loopback ports against the test database (or `database`), migrated, for `body`.
 func withHub<R: Sendable>(
-    nodes count: Int = 2, configure: (inout HubNode) -> Void = { _ in }, _ body: @Sendable (HubFixture) async throws -> R
+    nodes count: Int = 2, database: String? = nil, configure: (inout HubNode) -> Void = { _ in }, _ body: @Sendable (HubFixture) async throws -> R
 ) async throws -> R {
-    let url = try #require(testDatabase)
+    let url = try #require(database ?? testDatabase)
     let logger = Logger(label: "chronicle.hub.tests")
     let admin = try HubDatabase(url: url, logger: logger)
     let adminTask = Task { await admin.run() }

@@ -1,0 +1,76 @@
+@_spi(Wire) @testable import Chronicle
+@testable import ChronicleHub
+import ChronicleTesting
+import Foundation
+import Subprocess
+import SystemPackage
+import Testing
+import ToolsTestSupport
+
+/// The hub's database restored from a `pg_dump` taken mid-way: what devices pushed after the
+/// dump is pushed again by the devices that still hold it, whether the hub's head is below
+/// where their last push left it or other devices' pushes moved it past. Against a real
+/// PostgreSQL, with its own `pg_dump` and `pg_restore`.
+@Suite(.serialized, .enabled(if: hasTestDatabase, "needs CHRONICLE_TEST_DATABASE: run scripts/test.sh"))
+struct HubRestoreTests {
+    static let early = Key<Int>("hub.restore.early", default: 0, sync: .manual)
+    static let late = Key<Int>("hub.restore.late", default: 0, sync: .manual)
+    static let after = Key<Int>("hub.restore.after", default: 0, sync: .manual)
+
+    /// PostgreSQL's client program `name`, beside the test server's `pg_ctl`, or on the path.
+    static func tool(_ name: String) -> Executable {
+        if let pgCtl = ProcessInfo.processInfo.environment["CHRONICLE_TEST_PG_CTL"] {
+            let path = URL(fileURLWithPath: pgCtl).deletingLastPathComponent().appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: path) { return .path(FilePath(path)) }
+        }
+        return .name(name)
+    }
+
+    static func run(_ name: String, _ arguments: [String]) async throws {
+        let result = try await Subprocess.run(tool(name), arguments: Arguments(arguments), output: .discarded, error: .string(limit: 1 << 20))
+        #expect(result.terminationStatus == .exited(0), "\(name): \(result.standardError)")
+    }
+
+    /// `othersPushFirst`: after the restore, another device pushes before the writer syncs, so
+    /// the hub's head passes where the writer's last push left it (under another chain hash).
+    @Test(arguments: [false, true])
+    func aRestoredHubGetsBackWhatDevicesPushedAfterTheDump(othersPushFirst: Bool) async throws {
+        try await withEmptyDatabase { url in
+            let directory = temporaryDirectory()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let dump = directory.appendingPathComponent("hub.dump").path
+            try await withTemporaryStores(3) { stores in
+                let (writer, other, newcomer) = (stores[0], stores[1], stores[2])
+                let tokens = try await withHub(nodes: 1, database: url) { hub in
+                    let tenant = try await hub.tenant()
+                    let tokens = [try await hub.token(tenant, "writer"), try await hub.token(tenant, "other"), try await hub.token(tenant, "newcomer")]
+                    try writer.set(1, for: Self.early)
+                    try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    try await Self.run("pg_dump", ["-Fc", "-f", dump, url])
+                    try writer.set(2, for: Self.late)
+                    try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    return tokens
+                }
+                // The nodes are stopped; the database goes back to the dump.
+                try await Self.run("pg_restore", ["--clean", "--if-exists", "-d", url, dump])
+                try await withHub(nodes: 1, database: url) { hub in
+                    if othersPushFirst {
+                        try other.set(3, for: Self.after)
+                        try other.set(4, for: Key<Int>("hub.restore.more", default: 0, sync: .manual))
+                        try await Replicator(store: other, peers: [hub.peer(node: 0, token: tokens[1])]).sync()
+                    }
+                    let report = try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    #expect(report.sent >= 1, "the writer pushed nothing again")
+                    try await Replicator(store: newcomer, peers: [hub.peer(node: 0, token: tokens[2])]).sync()
+                    #expect(newcomer[Self.early] == 1)
+                    #expect(newcomer[Self.late] == 2, "what the writer pushed after the dump is back at the hub")
+                    if othersPushFirst { #expect(newcomer[Self.after] == 3) }
+                    // Pushed once more, it is not pushed a third time.
+                    let again = try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    #expect(again.sent == 0, "sent \(again.sent) again")
+                }
+            }
+        }
+    }
+}
