@@ -239,6 +239,20 @@ extension HubDatabase {
         return nil
     }
 
+    /// The database's connections (every client's) by state, as `pg_stat_activity` shows them,
+    /// the states named as in ``HubMetrics/connectionStates``.
+    func connectionStates() async throws -> [String: Int] {
+        var states: [String: Int] = [:]
+        for try await (state, count) in try await client.query(
+            "SELECT coalesce(state, ''), count(*) FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1", logger: logger
+        ).decode((String, Int64).self) {
+            let name = state.replacingOccurrences(of: " (aborted)", with: "_aborted").replacingOccurrences(of: " ", with: "_")
+            let known = HubMetrics.connectionStates.contains(name) ? name : "other"
+            states[known, default: 0] += Int(count)
+        }
+        return states
+    }
+
     /// Forgets a token a statement found revoked, and says so.
     func revoked(_ device: HubDevice) -> HubRefusal {
         _ = tokens.withLock { $0.removeValue(forKey: device.tokenHash) }

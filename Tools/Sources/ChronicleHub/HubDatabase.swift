@@ -62,6 +62,8 @@ public final class HubDatabase: Sendable {
     /// queue would otherwise take every connection and stall every other tenant on the node),
     /// and whoever's turn it is commits the waiting ones with its own.
     let appendQueue = AppendQueue()
+    /// The most connections a node's pool opens.
+    static let poolSize = 40
     /// The tenants this node is trimming.
     let trims = Mutex<Set<Int64>>([])
     /// Where the node serving this database records trims and token lookups (set by `HubNode`).
@@ -145,7 +147,7 @@ public final class HubDatabase: Sendable {
             case .require: .require(.makeClientConfiguration())
             }
             var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
-            configuration.options.maximumConnections = 40
+            configuration.options.maximumConnections = HubDatabase.poolSize
             return configuration
         }
 

@@ -7,7 +7,7 @@ import Prometheus
 enum HubMetric: CaseIterable {
     case requests, requestDuration, refusals, databaseErrors, quotaRefusals
     case eventsAppended, pushedBytes, eventsServed, servedBytes, longPollsWaiting
-    case trims, trimDuration, trimmedRows, tokenLookups
+    case trims, trimDuration, trimmedRows, tokenLookups, databaseConnections, databasePoolSize
 
     var name: String {
         switch self {
@@ -25,6 +25,8 @@ enum HubMetric: CaseIterable {
         case .trimDuration: "chronicle_hub_trim_duration_seconds"
         case .trimmedRows: "chronicle_hub_trimmed_rows_total"
         case .tokenLookups: "chronicle_hub_token_lookups_total"
+        case .databaseConnections: "chronicle_hub_database_connections"
+        case .databasePoolSize: "chronicle_hub_database_pool_size"
         }
     }
 
@@ -44,6 +46,8 @@ enum HubMetric: CaseIterable {
         case .trimDuration: "How long a trim of a tenant's log took, all its steps."
         case .trimmedRows: "Rows the node's trims deleted."
         case .tokenLookups: "Bearer tokens checked against the node's memory, by result (hit: known; miss: looked up in the database)."
+        case .databaseConnections: "Connections to the hub's database at the scrape (every node's and other clients'), by state, from pg_stat_activity."
+        case .databasePoolSize: "The most connections this node's pool opens to the database."
         }
     }
 
@@ -72,6 +76,8 @@ final class HubMetrics: Sendable {
             count(family, by: 0)
         }
         set(.longPollsWaiting, 0)
+        set(.databasePoolSize, HubDatabase.poolSize)
+        for state in Self.connectionStates { set(.databaseConnections, 0, labels: [("state", state)]) }
     }
 
     init(factory: any MetricsFactory) {
@@ -107,11 +113,16 @@ final class HubMetrics: Sendable {
         }
     }
 
-    /// Sets a gauge family.
-    func set(_ family: HubMetric, _ value: Int) {
+    /// Sets a gauge family's series of `labels`.
+    func set(_ family: HubMetric, _ value: Int, labels: [(String, String)] = []) {
         switch backend {
-        case let .registry(registry): registry.makeGauge(descriptor: family.descriptor).set(Double(value))
-        case let .factory(factory): CoreMetrics.Gauge(label: family.name, factory: factory).record(value)
+        case let .registry(registry):
+            let gauge = labels.isEmpty ? registry.makeGauge(descriptor: family.descriptor) : registry.makeGauge(descriptor: family.descriptor, labels: labels)
+            gauge.set(Double(value))
+        case let .factory(factory): CoreMetrics.Gauge(label: family.name, dimensions: labels, factory: factory).record(value)
         }
     }
+
+    /// The states of ``HubMetric/databaseConnections``: PostgreSQL's, spaces as underscores.
+    static let connectionStates = ["active", "idle", "idle_in_transaction", "idle_in_transaction_aborted", "other"]
 }

@@ -200,6 +200,10 @@ public struct HubNode: Sendable {
 
         router.get("metrics") { _, _ -> Response in
             metrics.set(.longPollsWaiting, notifier.waiting)
+            // The database's connections by state, read at the scrape (a failure leaves the last).
+            if let states = try? await database.connectionStates() {
+                for state in HubMetrics.connectionStates { metrics.set(.databaseConnections, states[state] ?? 0, labels: [("state", state)]) }
+            }
             guard let text = metricsText?() else {
                 return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "no metrics backend\n")))
             }

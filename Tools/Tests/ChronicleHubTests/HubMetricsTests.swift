@@ -70,6 +70,9 @@ struct HubMetricsTests {
             #expect((trims ?? 0) >= 1 && Self.value(of: "chronicle_hub_trim_duration_seconds_count", in: text) == trims, "\(text)")
             #expect(Self.value(of: "chronicle_hub_trimmed_rows_total", in: text) != nil)
             #expect(!text.contains(tenant) && !text.contains(full), "no series names a tenant")
+            #expect((Self.value(of: #"chronicle_hub_database_connections{state="idle"}"#, in: text) ?? 0)
+                + (Self.value(of: #"chronicle_hub_database_connections{state="active"}"#, in: text) ?? 0) >= 1, "\(text)")
+            #expect(Self.value(of: "chronicle_hub_database_pool_size", in: text) == 40)
 
             let directory = temporaryDirectory()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
