@@ -28,7 +28,7 @@ private let wholeTenantRanking = """
     """
 
 /// A client of the benchmark's database (`postgres://USER@HOST:PORT/DATABASE`, no TLS).
-private func benchClient(_ url: String) throws -> PostgresClient {
+func benchClient(_ url: String) throws -> PostgresClient {
     guard let parts = URLComponents(string: url), let host = parts.host, let user = parts.user else {
         throw BenchFailure("not a PostgreSQL URL: \(url)")
     }
@@ -70,8 +70,17 @@ private final class StepClock: Sendable {
 }
 
 @MainActor func hubTrimBenchmark() async {
+    await withBenchDatabase("hub trim") { url, admin, client in
+        let sizes = smoke ? [(events: 2_000, keys: 20)] : [(events: 200_000, keys: 2_000), (events: 1_000_000, keys: 10_000)]
+        for size in sizes { try await trimRound(admin: admin, client: client, events: size.events, keys: size.keys) }
+    }
+}
+
+/// Runs `body` with the benchmark's database (its URL, migrated, through the hub's client and
+/// a plain one); a failure is printed as the benchmark's, `what`.
+@MainActor func withBenchDatabase(_ what: String, _ body: (String, HubDatabase, PostgresClient) async throws -> Void) async {
     guard let hubDatabaseURL else {
-        print("hub trim benchmark skipped: set CHRONICLE_BENCH_DATABASE (or run it under scripts/with-postgres.sh)")
+        print("\(what) benchmark skipped: set CHRONICLE_BENCH_DATABASE (or run it under scripts/with-postgres.sh)")
         return
     }
     do {
@@ -80,10 +89,9 @@ private final class StepClock: Sendable {
         let tasks = [Task { await admin.run() }, Task { await client.run() }]
         defer { for task in tasks { task.cancel() } }
         try await admin.migrate()
-        let sizes = smoke ? [(events: 2_000, keys: 20)] : [(events: 200_000, keys: 2_000), (events: 1_000_000, keys: 10_000)]
-        for size in sizes { try await trimRound(admin: admin, client: client, events: size.events, keys: size.keys) }
+        try await body(hubDatabaseURL, admin, client)
     } catch {
-        print("hub trim benchmark failed: \(error)")
+        print("\(what) benchmark failed: \(error)")
     }
 }
 

@@ -57,6 +57,12 @@ if arguments.contains("--only-retention") {
     exit(0)
 }
 
+if arguments.contains("--only-hub-big") {
+    await hubBigBenchmark()
+    print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, a big hub only"))
+    exit(0)
+}
+
 if arguments.contains("--only-hub-appends") {
     await hubAppendsBenchmark()
     print("\n" + report.markdown(machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, hub appends only"))
