@@ -20,8 +20,8 @@ import Synchronization
 /// the migration that made trims incremental, set the tenant's `sweep_from`: trims then walk
 /// every key in steps, marking them, until the walk reaches the end. A trim runs after appends
 /// (once ``trimThreshold`` events were appended to the tenant since a node last started one,
-/// counted in the tenant's row by whichever node appends, or when a push met the quota); its
-/// statements take the tenant's row lock only to take what they delete off its counts.
+/// counted in the tenant's row by whichever node appends, or when a push met the quota); each
+/// step holds the tenant's row lock, as a push does, so a push waits at most one step.
 extension HubDatabase {
     /// Revisions of a key each device's pushes keep when the tenant sets none.
     public static let defaultRetainedRevisions: Int32 = 100

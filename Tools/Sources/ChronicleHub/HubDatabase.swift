@@ -22,6 +22,8 @@ import Synchronization
 /// wrapped_keys(tenant_id, digest 32 B, body, key_id 16 B, device, arrival)
 /// tenants.retain_revisions: revisions of a key each device's pushes keep (NULL: 100, 0: all);
 /// tenants.appended_since_trim: events appended since a node last started a trim of the tenant
+/// tenants.sweep_from: where a trim's walk over every key stands (NULL: none due)
+/// trim_pending(tenant_id, key, marks): the keys appended or vouched for since their last trim
 /// ```
 ///
 /// Positions are a tenant's own sequence, numbered inside the appending transaction while it

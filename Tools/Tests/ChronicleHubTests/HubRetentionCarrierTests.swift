@@ -53,4 +53,41 @@ struct HubRetentionCarrierTests {
             }
         }
     }
+
+    /// One commit in which two devices vouch for the same stored row (a node commits the pushes
+    /// waiting on it together): both are recorded, so each device's partition counts the row.
+    /// The push statement is run as a node runs it, with both vouches for each row.
+    @Test func twoVouchesForOneRowInOneCommitAreBothKept() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let carrier = try await hub.token(tenant, "carrier")
+            let id = try await hub.tenantID(tenant)
+            try await withTemporaryStore { store, _ async throws in
+                try store.set(1, for: Key<Int>("hub.vouch.k", default: 0, sync: .manual))
+                try await Replicator(store: store, peers: [hub.peer(node: 0, token: carrier)]).sync()
+            }
+            var stored: (writer: ByteBuffer, counter: Int64, body: ByteBuffer)?
+            for try await row in try await hub.admin.client.query(
+                "SELECT writer, counter, body FROM events WHERE tenant_id = \(id)"
+            ).decode((ByteBuffer, Int64, ByteBuffer).self) { stored = row }
+            let row = try #require(stored)
+            let statement = PushWriteStatement(
+                tenant: id, positions: [], writers: [], counters: [], policies: [], sizes: [], bodies: [], chains: [],
+                keys: [], hlcs: [], devices: [], head: 0, chain: ByteBuffer(), addedEvents: 0, addedBytes: 0, appendedSinceTrim: 0,
+                vouchWriters: [row.writer, row.writer], vouchCounters: [row.counter, row.counter], vouchBodies: [row.body, row.body],
+                vouchDevices: ["m1", "m2"], changed: false, pushers: [], pushedCounts: [],
+                channel: HubDatabase.channel, payload: String(id), notify: false)
+            for try await _ in try await hub.admin.client.execute(statement) {}
+            var vouchers: [String] = []
+            for try await pushers in try await hub.admin.client.query(
+                "SELECT also_pushed_by FROM events WHERE tenant_id = \(id)"
+            ).decode([String].self) { vouchers = pushers.sorted() }
+            #expect(vouchers == ["m1", "m2"])
+            var marked: Int64 = 0
+            for try await count in try await hub.admin.client.query(
+                "SELECT count(*) FROM trim_pending WHERE tenant_id = \(id)"
+            ).decode(Int64.self) { marked = count }
+            #expect(marked == 1, "the vouched row's key is marked for the next trim")
+        }
+    }
 }
