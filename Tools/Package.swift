@@ -1,25 +1,28 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// The operators' and developers' package: the `chronicle` tool with its HTTP server
-// (`chronicle serve`), the multi-tenant hub on PostgreSQL, and the benchmarks. It is nested in the
-// repository so that no app resolves what it needs (SwiftNIO's servers, Hummingbird, postgres-nio,
-// swift-prometheus, swift-argument-parser, GRDB): an app adds the root package, whose `Chronicle`
-// product brings swift-log alone. docs/ARCHITECTURE.md says why it is one package and not three.
+// The operators' and developers' package: `chronicle-server` (the HTTP server, `chronicle serve`;
+// HTTP sync; the multi-tenant hub on PostgreSQL), the benchmarks, and the tests of both tools. It
+// is nested in the repository so that no app resolves what it needs (SwiftNIO's servers,
+// Hummingbird, postgres-nio, swift-prometheus, swift-argument-parser, GRDB): an app adds the root
+// package, whose `Chronicle` product brings swift-log alone. The everyday `chronicle` is the CLI
+// package, which builds without the network stack. docs/ARCHITECTURE.md says why.
 //
-//     swift build --package-path Tools            # builds the tool, the hub and the benchmarks
+//     swift build --package-path Tools            # both tools, the hub and the benchmarks
 //     scripts/with-postgres.sh swift test --package-path Tools
 let package = Package(
     name: "ChronicleTools",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "chronicle", targets: ["chronicle"]),
+        .executable(name: "chronicle-server", targets: ["chronicle-server"]),
         .executable(name: "chronicle-bench", targets: ["chronicle-bench"]),
         .library(name: "ChronicleHTTPServer", targets: ["ChronicleHTTPServer"]),
         .library(name: "ChronicleHub", targets: ["ChronicleHub"]),
     ],
     dependencies: [
         .package(name: "Chronicle", path: "..", traits: ["HTTPClient", "ServiceLifecycle"]),
+        // The everyday tool: its commands and what the two tools share.
+        .package(name: "ChronicleCLI", path: "../CLI"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -41,9 +44,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
-        // prctl for the tool (a header only: nothing to link).
-        .systemLibrary(name: "CChronicleSystem"),
-
         // The HTTP protocol's server: `chronicle serve` on Hummingbird.
         // The HTTP sync protocol (FORMAT.md 8) once, for `chronicle serve` and the hub: routes, query
         // bounds, bearer tokens, body budget. It sees the formats, never a store.
@@ -97,16 +97,16 @@ let package = Package(
             ]
         ),
 
-        // The command-line tool.
+        // The server tool: `serve`, HTTP `sync` and `hub`, which the everyday `chronicle` runs.
         .executableTarget(
-            name: "chronicle",
+            name: "chronicle-server",
             dependencies: [
+                .product(name: "ChronicleCommandLine", package: "ChronicleCLI"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
                 "ChronicleSyncProtocol",
                 "ChronicleHTTPServer",
                 "ChronicleHub",
-                "CChronicleSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleToolTests",
             dependencies: [
-                "chronicle", "ToolsTestSupport",
+                "chronicle-server", "ToolsTestSupport", .product(name: "chronicle", package: "ChronicleCLI"),
                 .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleTesting", package: "Chronicle"),
@@ -157,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleHTTPServerTests",
             dependencies: [
-                "ChronicleHTTPServer", "ChronicleSyncProtocol", "chronicle", "ToolsTestSupport",
+                "ChronicleHTTPServer", "ChronicleSyncProtocol", "chronicle-server", "ToolsTestSupport", .product(name: "chronicle", package: "ChronicleCLI"),
                 .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),
@@ -172,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "ChronicleHubTests",
             dependencies: [
-                "ChronicleHub", "ChronicleSyncProtocol", "ChronicleHTTPServer", "chronicle", "ToolsTestSupport",
+                "ChronicleHub", "ChronicleSyncProtocol", "ChronicleHTTPServer", "chronicle-server", "ToolsTestSupport", .product(name: "chronicle", package: "ChronicleCLI"),
                 .product(name: "ChronicleFormat", package: "Chronicle"),
                 .product(name: "Chronicle", package: "Chronicle"),
                 .product(name: "ChronicleHTTP", package: "Chronicle"),

@@ -22,7 +22,7 @@ refuse() {  # refuse DESCRIPTION PATTERN DIR...
     fi
 }
 refuse "only ChronicleLog may import ChronicleLMDB" 'ChronicleLMDB|CChronicleLMDB' \
-    Sources/Chronicle Sources/ChronicleFormat Sources/ChronicleTesting Sources/ChronicleHTTP Sources/chronicle-stress Tools/Sources Benchmarks/Sources
+    Sources/Chronicle Sources/ChronicleFormat Sources/ChronicleTesting Sources/ChronicleHTTP Sources/chronicle-stress CLI/Sources Tools/Sources Benchmarks/Sources
 refuse "ChronicleFormat imports no storage and nothing above it" 'ChronicleLog|Chronicle|ChronicleTesting|ChronicleHTTP' Sources/ChronicleFormat
 refuse "ChronicleLog imports nothing of the facade" 'Chronicle|ChronicleTesting|ChronicleHTTP' Sources/ChronicleLog
 refuse "the hub and the protocol are relays: formats only" 'Chronicle|ChronicleLog|ChronicleHTTP|ChronicleHTTPServer|ChronicleSodium|ChronicleLMDB' \

@@ -3,7 +3,9 @@
 # `Chronicle` product alone and fails unless swift-log is the only package resolved; then resolves
 # an app that adds the `ChronicleHTTP` product with the HTTPClient trait, and fails if anything
 # of the server, the hub or the benchmarks (Hummingbird, postgres-nio, swift-prometheus,
-# swift-argument-parser, GRDB) comes with it.
+# swift-argument-parser, GRDB) comes with it; then checks that the everyday `chronicle` tool (the CLI
+# package, what the README's first command builds) resolves swift-argument-parser and swift-log
+# alone: none of the network stack.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/chronicle-linkage.XXXXXX")
@@ -61,4 +63,9 @@ for server in hummingbird postgres-nio swift-prometheus swift-argument-parser gr
     if grep -qx "$server" <<<"$http"; then echo "check-linkage: the HTTP client resolved $server" >&2; exit 1; fi
 done
 grep -qx async-http-client <<<"$http" || { echo "check-linkage: the HTTPClient trait did not bring async-http-client" >&2; exit 1; }
+
+echo "== the everyday tool (CLI package) =="
+cli=$(resolved "$root/CLI")
+echo "resolved: ${cli//$'\n'/, }"
+[ "$cli" = $'swift-argument-parser\nswift-log' ] || { echo "check-linkage: the everyday tool resolved more than swift-argument-parser and swift-log" >&2; exit 1; }
 echo "check-linkage: ok"

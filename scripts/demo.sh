@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job: the `chronicle demo` tour on the embedded default store. The tool lives in the
-# nested Tools package (its first build takes several minutes: SwiftNIO, Hummingbird, postgres-nio).
+# The main job: the `chronicle demo` tour on the embedded default store. The everyday tool is the
+# CLI package: the core and swift-argument-parser, none of the network stack, so a fresh clone
+# builds it in a minute or two (`chronicle-server`, with the HTTP server and the hub, is Tools/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build --package-path Tools --product chronicle
-exec Tools/.build/debug/chronicle demo "$@"
+swift build --package-path CLI --product chronicle
+exec CLI/.build/debug/chronicle demo "$@"

@@ -5,10 +5,11 @@
 #      what an app resolves and links (scripts/check-linkage.sh), and its public API against the
 #      baseline commit in api/baseline (scripts/check-api.sh);
 #   3. the documentation catalog, built by DocC with warnings as errors (scripts/build-docs.sh);
-#   4. the nested Tools package (the `chronicle` tool, its server, the hub, the benchmarks): build,
-#      the benchmark harness at smoke sizes (so it never rots), then its suite, beside a throwaway
-#      PostgreSQL cluster for the hub (scripts/with-postgres.sh installs and starts it);
-#   5. the speed gate, alone: the README's gated ratios against Benchmarks/gate-thresholds.json
+#   4. the everyday tool alone (the CLI package, what the README's first command builds);
+#   5. the nested Tools package (chronicle-server, the hub, the benchmarks, and the tests of both
+#      tools): build, the benchmark harness at smoke sizes (so it never rots), then its suite,
+#      beside a throwaway PostgreSQL cluster for the hub (scripts/with-postgres.sh starts it);
+#   6. the speed gate, alone: the README's gated ratios against Benchmarks/gate-thresholds.json
 #      (scripts/bench-gate.sh, a release build of the small Benchmarks package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,9 @@ scripts/check-api.sh
 
 echo "== documentation =="
 scripts/build-docs.sh
+
+echo "== the everyday tool: build alone =="
+swift build --package-path CLI
 
 echo "== tools: build =="
 swift build --package-path Tools --build-tests

@@ -6,14 +6,18 @@ import Testing
 struct HelpTextTests {
     /// The discussions of the tool's commands, with the file each is in.
     func discussions() throws -> [(file: String, lines: [String])] {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/chronicle")
-        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        // Both tools: the everyday one (the CLI package) and chronicle-server.
+        let roots = [tools.appendingPathComponent("Sources/chronicle-server"), tools.appendingPathComponent("../CLI/Sources").standardized]
+        let files = roots.flatMap { root in
+            FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        }
         var found: [(String, [String])] = []
         for file in files {
             let text = try String(contentsOf: file, encoding: .utf8)
             var rest = text[...]
-            while let start = rest.range(of: "discussion: \"\"\"\n") {
+            // A command's `discussion:` and the root's shared `discussion =`.
+            while let start = rest.range(of: #"discussion(: | = )"""\n"#, options: .regularExpression) {
                 guard let end = rest[start.upperBound...].range(of: "\"\"\"") else { break }
                 found.append((file.lastPathComponent, rest[start.upperBound..<end.lowerBound].components(separatedBy: "\n")))
                 rest = rest[end.upperBound...]

@@ -57,10 +57,15 @@ public struct ToolResult: Sendable {
 /// swift-subprocess reads standard output and standard error concurrently, so
 /// a tool that fills one pipe while the test reads the other cannot deadlock.
 public func runChronicle(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> ToolResult {
+    try await runTool(at: try chronicleExecutable().path, arguments, environment: environment, input: input)
+}
+
+/// Runs the executable at `path` as `runChronicle` runs the tool.
+public func runTool(at path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> ToolResult {
     var overrides: [Environment.Key: String?] = [:]
     for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
     let result = try await Subprocess.run(
-        .path(FilePath(try chronicleExecutable().path)), arguments: Arguments(arguments),
+        .path(FilePath(path)), arguments: Arguments(arguments),
         environment: .inherit.updating(overrides), input: .string(input ?? ""),
         output: .string(limit: 64 << 20), error: .string(limit: 64 << 20))
     let status: Int32 = switch result.terminationStatus {
