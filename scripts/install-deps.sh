@@ -23,5 +23,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+# Another install (a second clone's suite, an unattended upgrade) may hold dpkg's lock: wait for
+# it rather than fail.
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every check of the repository:
-#   1. the core package (what an app adds): build and its whole suite (Swift Testing, in parallel);
+#   1. the core package (what an app adds): build and its whole suite (Swift Testing, in parallel),
+#      then its scheduling-sensitive suites again under a CPU hog (scripts/with-cpu-hog.sh);
 #   2. the layers (scripts/check-layers.sh: only the log touches LMDB, the hub sees formats only),
 #      what an app resolves and links (scripts/check-linkage.sh), and its public API against the
 #      baseline commit in api/baseline (scripts/check-api.sh);
@@ -20,6 +21,11 @@ swift build --build-tests
 swift test --skip-build
 # A test that lowers the process's address-space limit runs alone, in a process of its own.
 CHRONICLE_RLIMIT_TESTS=1 swift test --skip-build --filter UnopenedKeyRecordTests
+# The suites that lean hardest on threads, the write queue, observation and the sweep run again
+# with every core kept busy by another process: a loaded machine must not turn them red.
+echo "== core: the scheduling-sensitive suites again, under a CPU hog =="
+scripts/with-cpu-hog.sh swift test --skip-build --filter \
+    'QueuedWriteTests|ConcurrencyTests|RetentionTests|CarrierCostBoundsTests|ObservationTests|ChangeStreamTests|FaultHandlingTests|LosslessObservationTests|MailboxTests'
 
 echo "== the layers: who imports whom =="
 scripts/check-layers.sh

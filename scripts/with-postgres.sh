@@ -22,14 +22,15 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 if ! bin=$(find_bin); then
     echo "with-postgres: installing postgresql" >&2
     export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq postgresql >/dev/null
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql >/dev/null
     bin=$(find_bin)
 fi
 
 run_as=()
 if [ "$(id -u)" -eq 0 ]; then
-    id chronicle-pg >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin chronicle-pg
+    # Two suites starting at once may both find the user missing: the loser's useradd fails, the user exists.
+    id chronicle-pg >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin chronicle-pg 2>/dev/null || id chronicle-pg >/dev/null
     run_as=(runuser -u chronicle-pg --)
 fi
 
