@@ -52,5 +52,8 @@ package enum MetaKey {
     package static func writer(_ id: ReplicaID) -> [UInt8] { Array("writer/".utf8) + id.bytes }
     /// The retention of keys that declare none, as the store was last opened with: u32, 0 for all.
     package static let defaultRetention = Array("retention.default".utf8)
+    /// 16 random bytes, replaced in every transaction that changes a `retention` row: a writer
+    /// that remembers rows reads it once a transaction and forgets them when it changed.
+    package static let retentionRules = Array("retention.rules".utf8)
 
 }

@@ -138,7 +138,8 @@ extension EventLog {
                     guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
-            try sweeper.recordRetention(of: change, txn)
+            let historyPrefix = HistoryKey.prefix(domain: change.domain, name: change.key)
+            try sweeper.recordRetention(of: change, prefix: historyPrefix, txn, &head)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
@@ -154,7 +155,7 @@ extension EventLog {
             if let authenticator = change.authenticator {
                 try authenticator.authenticate(&event, with: try keyRecords.sealingKey(authenticator, txn, &head))
             }
-            let (sequence, won) = try append(event, txn, &head)
+            let (sequence, won) = try append(event, txn, &head, historyPrefix: historyPrefix)
             if change.ticket != 0, watchedCount.load(ordering: .acquiring) > 0 {
                 watchedTickets.withLock { watched in
                     if watched.keys.contains(change.ticket) { watched[change.ticket] = .some(event.order) }
@@ -230,7 +231,8 @@ extension EventLog {
     package func withHead<R>(
         _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
     ) throws -> R {
-        defer { sweeper.sweepIfDue() }
+        var appended: [[UInt8]] = []
+        defer { sweeper.sweepIfDue(noting: appended) }
         return try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
@@ -238,6 +240,8 @@ extension EventLog {
             try historyIndex.repairHistoryIfStale(txn, head: head)
             let before = head
             let result = try body(txn, &head)
+            appended = head.appendedHistory
+            if let rules = head.retentionRules { retention.rules.withLock { $0 = rules } }
             switch write {
             case .always: break
             case .whenChanged: if before.sameTip(as: head) { return result }
@@ -277,14 +281,17 @@ extension EventLog {
     /// - Returns: the event's sequence, and whether it became its key's current view entry.
     @discardableResult
     /// - Parameter encoded: the event's encoding in the current format, when the caller has it.
+    /// - Parameter historyPrefix: the key's history prefix (``HistoryKey``), when the caller built it.
     package func append(
-        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil
+        _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil,
+        historyPrefix: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
         let sequence = try appendRecord(.event, body: encoded ?? event.encoded(), key: try head.chainKey(chainKeys), txn, &head)
         guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
-        try historyIndex.indexHistory(event, sequence: sequence, txn)
+        let prefix = historyPrefix ?? HistoryKey.prefix(domain: event.domain, name: event.key)
+        try historyIndex.indexHistory(prefix, sequence: sequence, txn, &head)
         let won = indexView ? try EventLog.indexView(event, sequence: sequence, txn, dbs) : false
         return (sequence, won)
     }

@@ -55,12 +55,8 @@ package final class EventLog: Sendable {
     package let maxReceivedPayload: Int
     /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
     package let logger: Logger
-    /// The retention of a key that declared none (from the configuration of the first store opened on the directory).
-    package let defaultRetention: Retention
-    /// When the automatic compaction runs next, and over which keys.
-    let sweepSchedule = Mutex(SweepSchedule(everyKey: true))
-    /// The passes of the automatic compaction in progress (a closing log waits for them).
-    let sweepPasses = DispatchGroup()
+    /// Retention's state between transactions: the default, the sweep's schedule, the keys' rules.
+    let retention: RetentionBookkeeping
 
     package init(directory: String, configuration: LogOptions) throws {
         // Before the first chain hash, every store's: libsodium asks for it before any use, and it
@@ -88,9 +84,11 @@ package final class EventLog: Sendable {
         if !configuration.salvage {
             try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }  // before anything is written (see below)
         }
+        let defaultRetention: Retention
         (replica, defaultRetention) = try environment.write { txn in
             (try LogMeta.prepare(txn, dbs, directory: directory), try LogMeta.defaultRetention(txn, dbs, configured: configuration.retention))
         }
+        retention = RetentionBookkeeping(defaultRetention: defaultRetention)
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
             guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
@@ -125,7 +123,7 @@ package final class EventLog: Sendable {
         guard first else { return }
         try historyIndex.reindexHistoryIfAnEarlierBuildWrote()
         if try environment.read({ txn in try txn.count(dbs.deferred) }) > 0 { try promoteDue() }
-        sweeper.sweepIfDue()
+        sweeper.sweepIfDue(noting: [])
     }
 
     /// Copies the data file of the store in `directory` into the empty directory `target`, as a

@@ -30,10 +30,11 @@ extension EventLog {
 }
 
 extension HistoryIndex {
-    /// Indexes the record at `sequence`, the newest in the log, as its key's latest.
-    func indexHistory(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction) throws {
-        let name = HistoryKey.prefix(domain: event.domain, name: event.key)
-        log.sweepSchedule.withLock { $0.appended(name) }
+    /// Indexes the record at `sequence`, the newest in the log, as its key's latest, and notes
+    /// its key in `head` for the sweep's schedule.
+    /// - Parameter name: the key's history prefix (``HistoryKey``).
+    func indexHistory(_ name: [UInt8], sequence: UInt64, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+        head.appendedHistory.append(name)
         let position = sequence.bigEndianBytes
         if let last = try txn.get(dbs.latest, key: name) {
             guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {

@@ -19,6 +19,12 @@ package struct LogHead: Sendable {
     }
     /// The chain key, looked up once per transaction rather than once per record.
     private var resolvedChainKey: KeyedHash?
+    /// The history prefixes (``HistoryKey``) of the records this transaction appended, one a
+    /// record: the sweep's schedule hears of them once, when the transaction is done.
+    var appendedHistory: [[UInt8]] = []
+    /// The `retention` rows this transaction took from the log (at its first change that declares
+    /// a rule), put back when its body is done.
+    var retentionRules: RetentionRules?
 
     /// The key of this head's chain (`nil`: unkeyed), from `keys`.
     package mutating func chainKey(_ keys: ChainKeys) throws -> KeyedHash? {

@@ -1,5 +1,6 @@
 package import ChronicleFormat
 import ChronicleLMDB
+import ChronicleSodium
 import Dispatch
 import Logging
 import Synchronization
@@ -38,23 +39,42 @@ extension RetentionSweeper {
     /// The retention of the key whose history prefix is `prefix`: what it declared when this
     /// store last wrote it, else the store's default.
     func retention(ofPrefix prefix: [UInt8], _ txn: borrowing Transaction) throws -> Retention {
-        guard let bytes = try txn.get(dbs.retention, key: prefix), bytes.count == 4 else { return log.defaultRetention }
+        guard let bytes = try txn.get(dbs.retention, key: prefix), bytes.count == 4 else { return log.retention.defaultRetention }
         return Retention(rule: UInt32(bigEndianBytes: bytes) ?? 0)
     }
 
     /// Records the retention a typed key declared with the change (no row: the default), when it
-    /// differs from the row there; a change that declares nothing leaves the row alone. One
-    /// lookup a change, in the write's transaction (another process may have changed the row).
-    func recordRetention(of change: PendingChange, _ txn: borrowing Transaction) throws {
+    /// differs from the row there; a change that declares nothing leaves the row alone. The rows
+    /// come from ``RetentionRules``, which the transaction takes at its first such change and
+    /// checks against `meta`'s token then (another process may have changed a row): no lookup a
+    /// change once a key's row is known. A changed row writes a new token.
+    /// - Parameter prefix: the key's history prefix (``HistoryKey``).
+    func recordRetention(of change: PendingChange, prefix: [UInt8], _ txn: borrowing Transaction, _ head: inout LogHead) throws {
         guard let declared = change.retention.map({ $0?.rule }) else { return }
-        let prefix = HistoryKey.prefix(domain: change.domain, name: change.key)
-        let stored = try txn.get(dbs.retention, key: prefix).flatMap { UInt32(bigEndianBytes: $0) }
+        var rules: RetentionRules
+        if let taken = head.retentionRules {
+            rules = taken
+        } else {
+            rules = log.retention.rules.withLock { $0.take() }
+            rules.check(against: try txn.get(dbs.meta, key: MetaKey.retentionRules) ?? [])
+        }
+        defer { head.retentionRules = rules }
+        let stored: UInt32?
+        if let known = rules.row(prefix) {
+            stored = known
+        } else {
+            stored = try txn.get(dbs.retention, key: prefix).flatMap { UInt32(bigEndianBytes: $0) }
+            rules.remember(prefix, stored)
+        }
         guard stored != declared else { return }
         if let declared {
             try txn.put(dbs.retention, key: prefix, value: declared.bigEndianBytes)
         } else {
             _ = try txn.delete(dbs.retention, key: prefix)
         }
+        let token = Sodium.randomBytes(16)
+        try txn.put(dbs.meta, key: MetaKey.retentionRules, value: token)
+        rules.changed(prefix, to: declared, token: token)
     }
 
     // MARK: - Which records go
@@ -156,12 +176,15 @@ extension RetentionSweeper {
 
     // MARK: - The automatic compaction
 
-    /// Starts a pass of the automatic compaction on a utility thread when one is due and none
-    /// runs: after every write transaction, and when the log opens.
-    func sweepIfDue() {
-        let passes = log.sweepPasses
+    /// Tells the schedule of the records a write transaction appended (their keys' history
+    /// prefixes, one a record), then starts a pass of the automatic compaction on a utility thread
+    /// when one is due and none runs: after every write transaction, and when the log opens. One
+    /// lock a transaction.
+    func sweepIfDue(noting appended: [[UInt8]]) {
+        let passes = log.retention.passes
         // Started and counted under one lock, so a closing log's wait never misses a pass.
-        let started = log.sweepSchedule.withLock { schedule -> SweepSchedule.Work? in
+        let started = log.retention.schedule.withLock { schedule -> SweepSchedule.Work? in
+            schedule.appended(appended)
             guard let work = schedule.start() else { return nil }
             passes.enter()
             return work
@@ -176,7 +199,7 @@ extension RetentionSweeper {
             } catch {
                 log?.logger.debug("chronicle: automatic compaction stopped", metadata: ["error": "\(ChronicleError.wrap(error))"])
             }
-            log?.sweepSchedule.withLock { $0.finish(unfinished: unfinished) }
+            log?.retention.schedule.withLock { $0.finish(unfinished: unfinished) }
         }
     }
 
@@ -187,7 +210,7 @@ extension RetentionSweeper {
         var dropped = 0
         var cursor: [UInt8]?
         var queue: ArraySlice<[UInt8]> = []
-        if case let .keys(keys) = work { queue = keys[...] }
+        if case let .keys(keys) = work { queue = Array(Set(keys))[...] }  // one look a key, however often it was written
         while true {
             // The next keys: from the snapshot, or the next rows of `latest`.
             var batch: [[UInt8]] = []
@@ -227,7 +250,7 @@ extension RetentionSweeper {
                 return try log.historyIndex.historySequences(key.domain, key.name, txn).count > keep
             }
         }
-        guard !log.sweepSchedule.withLock({ $0.stopped }) else { return (false, 0, []) }
+        guard !log.retention.schedule.withLock({ $0.stopped }) else { return (false, 0, []) }
         guard !candidates.isEmpty else { return (true, 0, []) }
         let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
             var budget = Self.maxDropsPerStep
@@ -263,12 +286,12 @@ extension RetentionSweeper {
     /// which it does at its next step, so the log closes when its last lease ends (a reclaim of
     /// the file right after must not find it open).
     package func stopSweeping() {
-        log.sweepSchedule.withLock { $0.stop() }
-        log.sweepPasses.wait()
+        log.retention.schedule.withLock { $0.stop() }
+        log.retention.passes.wait()
     }
 
     /// Lets the automatic compaction run again: a closing log was leased again.
     package func resumeSweeping() {
-        log.sweepSchedule.withLock { $0.resume() }
+        log.retention.schedule.withLock { $0.resume() }
     }
 }

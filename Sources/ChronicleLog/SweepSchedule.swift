@@ -1,5 +1,5 @@
 /// When the automatic compaction runs, and over which keys: a value type the log keeps behind a
-/// mutex, told of every record appended and asked after every write transaction.
+/// mutex, told of the records each write transaction appended and asked then whether a pass is due.
 ///
 /// A pass starts once ``threshold`` records were appended since the last one (or when the log
 /// opens, over every key: a store may hold garbage from a build before retention, or from another
@@ -14,13 +14,15 @@ package struct SweepSchedule: Sendable {
 
     /// What a pass looks at.
     package enum Work: Sendable, Equatable {
-        /// The keys with these history prefixes (``HistoryKey``).
+        /// The keys with these history prefixes (``HistoryKey``; one may appear more than once).
         case keys([[UInt8]])
         /// Every key of the `latest` index.
         case everyKey
     }
 
-    private var dirty: Set<[UInt8]> = []
+    /// The keys written since the last pass, one entry a record (duplicates are merged when the
+    /// list grows past ``maxDirtyKeys`` and when a pass starts, not on the writer's path).
+    private var dirty: [[UInt8]] = []
     private var everyKey = false
     private var appended = 0
     /// Whether a pass is running (at most one per log).
@@ -30,15 +32,16 @@ package struct SweepSchedule: Sendable {
 
     package init(everyKey: Bool = false) { self.everyKey = everyKey }
 
-    /// A record of the key with history prefix `prefix` was appended.
-    package mutating func appended(_ prefix: [UInt8]) {
-        appended += 1
-        guard !everyKey else { return }
-        if dirty.count >= Self.maxDirtyKeys {
+    /// Records of the keys with these history prefixes (one a record) were appended.
+    package mutating func appended(_ prefixes: [[UInt8]]) {
+        appended += prefixes.count
+        guard !everyKey, !prefixes.isEmpty else { return }
+        dirty.append(contentsOf: prefixes)
+        guard dirty.count > Self.maxDirtyKeys else { return }
+        dirty = Array(Set(dirty))  // a hot key is one key, however often it was written
+        if dirty.count > Self.maxDirtyKeys {
             everyKey = true
             dirty = []
-        } else {
-            dirty.insert(prefix)
         }
     }
 
@@ -61,12 +64,12 @@ package struct SweepSchedule: Sendable {
             dirty = []
         }
         if everyKey { return .everyKey }
-        return .keys(Array(dirty))
+        return .keys(dirty)
     }
 
     /// The pass ended; `unfinished` are keys it could not finish (looked at again by the next pass).
     package mutating func finish(unfinished: [[UInt8]] = []) {
         running = false
-        for prefix in unfinished where !everyKey { dirty.insert(prefix) }
+        if !everyKey { dirty.append(contentsOf: unfinished) }
     }
 }

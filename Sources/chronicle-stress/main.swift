@@ -18,6 +18,7 @@ import Foundation
 // One-shot modes, for the tests of what another process sees and does:
 //   set STORE-DIR KEY TEXT      a durable set of the String key KEY, then exits
 //   get STORE-DIR KEY           prints the Int key KEY (default 0)
+//   set-kept STORE-DIR KEY N    a durable set of the Int key KEY (to its value + 1), declaring retention .revisions(N)
 //   import-once STORE-DIR FILE  imports one range file, prints "received <n>"
 //   reclaim STORE-DIR           compacts before 2001 (drops nothing recent), closes, reclaims space
 //   fill STORE-DIR N            N events (1,000 keys, batches of 1,000): a large log to measure tools on
@@ -134,6 +135,14 @@ case "exit":
     for i in 0..<50 { store[counter("exit.\(i)")] = i }
 case "set" where arguments.count == 5:
     do { try store.set(arguments[4], for: Key<String>(arguments[3], default: "")) } catch {
+        FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
+        exit(3)
+    }
+case "set-kept" where arguments.count == 5:
+    do {
+        let key = Key<Int>(arguments[3], default: 0, retention: .revisions(Int(arguments[4]) ?? 1))
+        try store.set(store[key] + 1, for: key)
+    } catch {
         FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
         exit(3)
     }

@@ -1,4 +1,5 @@
 @_spi(Tools) @testable import Chronicle
+import ChronicleFormat
 @testable import ChronicleLog
 import ChronicleLMDB
 import ChronicleTesting
@@ -111,9 +112,9 @@ struct RetentionTamperTests {
         }
     }
 
-    /// The per-process cache of retention rows: another process (or an older build) wrote the
-    /// key without a declaration and deleted its row; this process's next declared write finds
-    /// its cache unchanged and does not put the row back.
+    /// The per-process cache of retention rows: another process deleted the key's row (and, as
+    /// every writer that changes a row does, replaced `meta`'s `retention.rules` token); this
+    /// process's next declared write must not trust its remembered row and must put it back.
     @Test func anotherProcessesUndeclaredWriteIsNotUndoneByTheNextDeclaredOne() throws {
         try withTemporaryStore { store, _ in
             let audited = Key<Int>("attack.declared.cache", default: 0, retention: .forever)
@@ -121,7 +122,10 @@ struct RetentionTamperTests {
             let eventLog = try store.eventLog
             let prefix = HistoryKey.prefix(domain: .defaults, name: audited.name)
             // What another process's `chronicle set` of the key does to the row.
-            try eventLog.environment.write { txn in _ = try txn.delete(eventLog.dbs.retention, key: prefix) }
+            try eventLog.environment.write { txn in
+                _ = try txn.delete(eventLog.dbs.retention, key: prefix)
+                try txn.put(eventLog.dbs.meta, key: MetaKey.retentionRules, value: Array(repeating: 7, count: 16))
+            }
             try store.set(151, for: audited)  // the app declares .forever again
             let row = try eventLog.environment.read { txn in try txn.get(eventLog.dbs.retention, key: prefix) }
             #expect(row == Retention.forever.rule.bigEndianBytes, "the declared write left the row \(String(describing: row))")
