@@ -31,7 +31,14 @@ struct RetentionRules: Sendable {
     /// The token the rows were read under (empty: no token written yet).
     private(set) var token: [UInt8] = []
     /// A key's row by history prefix (``HistoryKey``); `.some(nil)`: no row.
-    private var rows: [[UInt8]: UInt32?] = [:]
+    private var rows: [Prefix: UInt32?] = [:]
+
+    /// A history prefix as a dictionary key, hashed in one call over its bytes (an array of bytes
+    /// hashes byte by byte, which cost more than the LMDB lookup it saves).
+    private struct Prefix: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
 
     /// Empties the rows unless `current` is the token they were read under.
     mutating func check(against current: [UInt8]) {
@@ -41,12 +48,12 @@ struct RetentionRules: Sendable {
     }
 
     /// The row of the key with history prefix `prefix`, when known: `.some(nil)` for no row.
-    func row(_ prefix: [UInt8]) -> UInt32?? { rows[prefix] }
+    func row(_ prefix: [UInt8]) -> UInt32?? { rows[Prefix(bytes: prefix)] }
 
     /// Remembers a row read (`nil`: none).
     mutating func remember(_ prefix: [UInt8], _ row: UInt32?) {
         if rows.count >= Self.maxRows { rows = [:] }
-        rows[prefix] = .some(row)
+        rows[Prefix(bytes: prefix)] = .some(row)
     }
 
     /// A row this transaction changed, and the new token it wrote with it.

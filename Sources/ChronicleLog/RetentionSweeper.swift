@@ -52,7 +52,7 @@ extension RetentionSweeper {
     func recordRetention(of change: PendingChange, prefix: [UInt8], _ txn: borrowing Transaction, _ head: inout LogHead) throws {
         guard let declared = change.retention.map({ $0?.rule }) else { return }
         var rules: RetentionRules
-        if let taken = head.retentionRules {
+        if let taken = head.retentionRules.take() {  // taken, not copied: a copy would copy the rows at the next change
             rules = taken
         } else {
             rules = log.retention.rules.withLock { $0.take() }
