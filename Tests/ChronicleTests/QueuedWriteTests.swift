@@ -215,7 +215,7 @@ import Glibc
             let hold = Self.holdWriteLock(eventLog)
             store[.note] = "local"
             let queued = try #require(eventLog.pending.withLock { $0.entry(.defaults, Keys.note.name)?.change })
-            let channel = KeyChannel(store: store, key: Keys.note)
+            let channel = KeyChannel(reader: store, key: Keys.note)
             channel.deliver(pending: queued)  // the hub, before anyone subscribed
             let (stream, continuation) = AsyncStream<String>.makeStream()
             _ = channel.subscribe(continuation)

@@ -24,12 +24,9 @@ public final class ObservedValue<Value: Codable & Sendable>: Observable {
     private let write: @Sendable (Value) -> Void
     private var task: Task<Void, Never>?
 
-    /// Observes a plain key.
-    public convenience init(_ key: Key<Value>, store: Store = .standard) {
-        self.init(initial: store[key], updates: store.updates(of: key), write: { store[key] = $0 })
-    }
-
-    private init(initial: Value, updates: AsyncStream<Value>, write: @escaping @Sendable (Value) -> Void) {
+    /// A value that starts at `initial`, follows `updates`, and hands each assignment to `write`
+    /// (a store's observing initializer is in `Store/`: observation never names the store).
+    init(initial: Value, updates: AsyncStream<Value>, write: @escaping @Sendable (Value) -> Void) {
         current = initial
         self.write = write
         task = Task { [weak self] in

@@ -2,14 +2,6 @@ import ChronicleFormat
 import ChronicleLog
 import Foundation
 
-/// A key with a value type and a default: ``Key`` or ``SecretKey``.
-protocol ValueKey: AnyKey {
-    associatedtype Value: Codable & Sendable
-    var defaultValue: Value { get }
-}
-
-extension Key: ValueKey {}
-
 extension Store {
     /// The read behind `store[key]` and `@Default` for plain keys: straight to the cache.
     func plainValue<Value>(_ key: Key<Value>) throws(ChronicleError) -> Value {

@@ -3,7 +3,7 @@ import ChronicleLog
 import Synchronization
 
 /// The open observation channels of a store, one per observed key and value type, each with
-/// its handler in the log's observer hub: what ``Store/updates(of:)-(Key<Value>)`` joins.
+/// its handler in the log's observer hub: what a store's `updates(of:)` joins.
 final class KeyChannels: Sendable {
     private let open = Mutex<[ChannelID: OpenChannel]>([:])
 
@@ -14,11 +14,11 @@ final class KeyChannels: Sendable {
     /// channel (and its handler in the log's observer hub) on first use. One lock covers finding
     /// the channel and joining it, so a channel never closes between the two.
     func subscribe<K: ValueKey>(
-        _ continuation: KeyChannel<K>.Continuation, to key: K, id: ChannelID, store: Store, eventLog: EventLog
+        _ continuation: KeyChannel<K>.Continuation, to key: K, id: ChannelID, reader: any ObservationReader, eventLog: EventLog
     ) -> (KeyChannel<K>, Int) {
         open.withLock { channels in
             if let open = channels[id], let channel = open.channel as? KeyChannel<K> { return (channel, channel.subscribe(continuation)) }
-            let channel = KeyChannel(store: store, key: key)
+            let channel = KeyChannel(reader: reader, key: key)
             let formerNames = Set(key.formerNames.map(KeyName.init))
             let domain = key.domain
             let handler = eventLog.observers.add { change in

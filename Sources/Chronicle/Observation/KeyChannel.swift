@@ -51,12 +51,12 @@ final class KeyChannel<K: ValueKey>: Sendable {
         }
     }
 
-    private let store: Store
+    private let reader: any ObservationReader
     private let key: K
     private let state = Mutex(State())
 
-    init(store: Store, key: K) {
-        self.store = store
+    init(reader: any ObservationReader, key: K) {
+        self.reader = reader
         self.key = key
         name = KeyName(key.name)
     }
@@ -184,7 +184,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// The ticket is that of the queued local change read, if one was.
     private func read() -> (K.Value, Fingerprint, ConflictOrder??, UInt64?)? {
         do {
-            let eventLog = try store.eventLog
+            let eventLog = try reader.observedLog
             var visible = try mappingErrors { try eventLog.visibleEntry(key.domain, key.name) }
             if let ticket = visible?.ticket, ticket <= eventLog.publishedTicket.load(ordering: .acquiring) {
                 // Committed and published, not settled yet: read what it committed as, with its
@@ -201,7 +201,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
             // A queued change still visible as queued is outstanding until its commit is heard.
             return (value, fingerprint, order, visible?.ticket)
         } catch {
-            store.log(error, "observation", key)
+            reader.reportObservationError(error, key: key)
             return nil
         }
     }
@@ -209,12 +209,12 @@ final class KeyChannel<K: ValueKey>: Sendable {
     /// The value of an entry (the default for none or a remove, former names consulted) and its fingerprint.
     private func decode(_ entry: ViewEntry?) -> (K.Value, Fingerprint)? {
         do {
-            let value = try store.decode(entry, for: key, default: key.defaultValue)
+            let value = try reader.observedValue(entry, for: key)
             guard !ValueCoder.isNil(value) else { return (value, Fingerprint(present: false, encoding: 0, payload: [])) }
             let (encoding, payload) = try ValueCoder.encode(value, key: key.name)
             return (value, Fingerprint(present: true, encoding: encoding.rawValue, payload: payload))
         } catch {
-            store.log(error, "observation", key)
+            reader.reportObservationError(error, key: key)
             return nil
         }
     }

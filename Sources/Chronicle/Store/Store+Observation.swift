@@ -68,12 +68,24 @@ extension Store {
         // The channel's id is made once: the close finds the channel it joined, whatever a
         // second encoding of the key's default would give.
         let channelID = ChannelID(key)
-        let (channel, id) = channels.subscribe(continuation, to: key, id: channelID, store: self, eventLog: eventLog)
+        let (channel, id) = channels.subscribe(continuation, to: key, id: channelID, reader: self, eventLog: eventLog)
         continuation.onTermination = { [weak self] _ in
             guard channel.unsubscribe(id) else { return }
             self?.channels.closeIfIdle(channel, id: channelID, eventLog: eventLog)
         }
         eventLog.startPollingIfNeeded()
         return stream
+    }
+}
+
+extension Store: ObservationReader {
+    var observedLog: EventLog { get throws { try eventLog } }
+
+    func observedValue<K: ValueKey>(_ entry: ViewEntry?, for key: K) throws -> K.Value {
+        try decode(entry, for: key, default: key.defaultValue)
+    }
+
+    func reportObservationError<K: ValueKey>(_ error: any Error, key: K) {
+        log(error, "observation", key)
     }
 }
