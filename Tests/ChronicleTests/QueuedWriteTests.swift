@@ -100,7 +100,7 @@ import Glibc
             store[key] = Data(repeating: 2, count: 4 << 20)
             // Its leader starts on the committer's queue: wait until it has taken the change (and
             // waits for the lock), or the update could join its group and never show as queued.
-            try #require(try store.eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }
+            try #require(try store.eventLog.local.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }
             let outcome = Shared<String>("")
             let updated = DispatchSemaphore(value: 0)
             Thread {
@@ -112,7 +112,7 @@ import Glibc
                 }
                 updated.signal()
             }.start()
-            try #require(try store.eventLog.committer.withLock { $0 }).waitUntilQueued { $0 > 0 }  // the update is queued behind it
+            try #require(try store.eventLog.local.committer.withLock { $0 }).waitUntilQueued { $0 > 0 }  // the update is queued behind it
             hold.release.signal()
             hold.done.wait()
             try #require(updated.wait(timeout: .now() + 60) == .success, "the update hung")
@@ -214,7 +214,7 @@ import Glibc
             let eventLog = try store.eventLog
             let hold = Self.holdWriteLock(eventLog)
             store[.note] = "local"
-            let queued = try #require(eventLog.pending.withLock { $0.entry(.defaults, Keys.note.name)?.change })
+            let queued = try #require(eventLog.local.pending.withLock { $0.entry(.defaults, Keys.note.name)?.change })
             let channel = KeyChannel(reader: store, key: Keys.note)
             channel.deliver(pending: queued)  // the hub, before anyone subscribed
             let (stream, continuation) = AsyncStream<String>.makeStream()
@@ -250,7 +250,7 @@ import Glibc
                 // the completions of the 1,022 others run before its own (the window).
                 let hold = Self.holdWriteLock(eventLog)
                 a[Key<Int>("deaf.first.\(attempt)", default: 0)] = 1  // its leader waits for the lock
-                eventLog.committer.withLock { $0 }?.waitUntilQueued { $0 == 0 }
+                eventLog.local.committer.withLock { $0 }?.waitUntilQueued { $0 == 0 }
                 for i in 0..<1_021 { a[Key<Int>("deaf.other.\(attempt).\(i)", default: 0)] = i }
                 a[key] = "local"
                 hold.release.signal()
@@ -456,7 +456,7 @@ import Glibc
                 for i in 0..<60_000 {
                     store[Key<Int>("flood.\(thread).\(i % 512)", default: 0)] = i
                     if i % 256 == 0 {
-                        let queued = eventLog.pendingCount.load(ordering: .acquiring)
+                        let queued = eventLog.local.pendingCount.load(ordering: .acquiring)
                         var seen = maxQueued.load(ordering: .relaxed)
                         while queued > seen {
                             let (exchanged, original) = maxQueued.compareExchange(expected: seen, desired: queued, ordering: .relaxed)
@@ -498,7 +498,7 @@ import Glibc
             let blob = Data(repeating: 0xCD, count: 256 * 1024)
             for i in 0..<4 { store[Key<Data>("disk.blob.\(i)", default: Data())] = blob }
             await #expect(throws: ChronicleError.self) { try await store.flush() }
-            let unreported = try store.eventLog.failures.withLock { $0.unreported.map(\.failure.keys) }
+            let unreported = try store.eventLog.local.failures.withLock { $0.unreported.map(\.failure.keys) }
             #expect(unreported == [], "the full-disk flush threw, yet left these failures for the next flush")
             // Room again: every write from now on succeeds.
             try FileManager.default.removeItem(at: filler)
@@ -523,10 +523,10 @@ import Glibc
             try store.set(0, for: Key<Int>("marker.first", default: 0))
             let hold = Self.holdWriteLock(eventLog)
             store[Key<Int>("marker.queued", default: 0)] = 1  // its group waits for the lock
-            try #require(eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }  // taken by the leader
+            try #require(eventLog.local.committer.withLock { $0 }).waitUntilQueued { $0 == 0 }  // taken by the leader
             let before = eventLog.lastTransactionID
             let flushed = Task { try await store.flush() }
-            try #require(eventLog.committer.withLock { $0 }).waitUntilQueued { $0 == 1 }  // the flush's marker queued
+            try #require(eventLog.local.committer.withLock { $0 }).waitUntilQueued { $0 == 1 }  // the flush's marker queued
             hold.release.signal()
             hold.done.wait()
             try await flushed.value

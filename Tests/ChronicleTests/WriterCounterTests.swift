@@ -133,7 +133,7 @@ struct WriterCounterTests {
     @Test func countersEndAtTwoToTheFortyEighthWithAnError() throws {
         try withWriter("end") { store, key, writer in
             let eventLog = try store.eventLog
-            eventLog.writerCounter.withLock { $0 = Event.maxCounter - 1 }
+            eventLog.local.writerCounter.withLock { $0 = Event.maxCounter - 1 }
             try store.set(2, for: key)
             #expect(try counters(of: writer, in: store).last == Event.maxCounter)
             #expect(throws: ChronicleError.self) { try store.set(3, for: key) }

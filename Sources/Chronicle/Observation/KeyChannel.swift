@@ -186,7 +186,7 @@ final class KeyChannel<K: ValueKey>: Sendable {
         do {
             let eventLog = try reader.observedLog
             var visible = try mappingErrors { try eventLog.visibleEntry(key.domain, key.name) }
-            if let ticket = visible?.ticket, ticket <= eventLog.publishedTicket.load(ordering: .acquiring) {
+            if let ticket = visible?.ticket, ticket <= eventLog.local.publishedTicket.load(ordering: .acquiring) {
                 // Committed and published, not settled yet: read what it committed as, with its
                 // place in the conflict order. The commit's events may still reach this channel
                 // (the hub delivers them after it opened): that order tells them from news. Read

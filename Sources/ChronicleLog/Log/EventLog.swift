@@ -24,9 +24,8 @@ package final class EventLog: Sendable {
     /// restored from a backup, copied, or rolled back by a power cut never mints an identity
     /// (origin, counter) it minted before, and two processes on one store never share one.
     package let writer: ReplicaID
-    /// The last counter used by `writer` (only this opening writes with it; only the group-commit leader changes it).
-    let writerCounter = Mutex<UInt64>(0)
-    package let committer: Mutex<GroupCommitter<[PendingChange], [CommittedEvent]>?> = Mutex(nil)
+    /// This opening's own writes: the committer, the queue of the non-throwing forms, their failures.
+    package let local = LocalWrites()
     private let flushTask = Mutex<Task<Void, Never>?>(nil)
     package let observers = ObserverHub()
     package let readCache = Mutex(ReadCache())
@@ -34,19 +33,6 @@ package final class EventLog: Sendable {
     package let chainKeys = ChainKeys()
     /// Notices other processes' commits while observers exist.
     package let poller: CommitPoller
-    /// Changes of the non-throwing forms, visible here until their commit settles.
-    package let pending = Mutex(LocalWriteQueue())
-    /// The greatest ticket of a queued change whose commit was published to observers (set before
-    /// the publication): a queued change at or below it is committed, even if not settled yet.
-    package let publishedTicket = Atomic<UInt64>(0)
-    /// Queued changes a read-then-write read (by ticket), with the order each committed with once
-    /// it has: see `PendingChange.expectedTicket`.
-    package let watchedTickets = Mutex<[UInt64: ConflictOrder?]>([:])
-    package let watchedCount = Atomic<Int>(0)
-    /// How many queued changes are not yet settled: reads skip the pending lock when zero.
-    package let pendingCount = Atomic<Int>(0)
-    /// Failures of queued changes that no flush has thrown yet, and who listens for them.
-    package let failures = Mutex(UnreportedWriteFailures())
 
     /// The clock-drift guard (its drift from the configuration of the first store opened on the directory).
     package let driftGuard: DriftGuard
@@ -94,7 +80,7 @@ package final class EventLog: Sendable {
             guard let self else { return groups.map { _ in .failure(ChronicleError.storeUnavailable(reason: "store closed")) } }
             return self.commitGroup(groups)
         }
-        self.committer.withLock { $0 = committer }
+        local.committer.withLock { $0 = committer }
 
         if case let .noSync(interval) = durability {
             let task = Task.detached { [weak self] in

@@ -24,8 +24,8 @@ extension EventLog {
     /// (observers hear the stored value again), the failure is published to the store's write
     /// failures and the next ``flush()`` throws it.
     package func enqueue(_ changes: [PendingChange]) throws {
-        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
-        if LocalWriteQueue.mustWait(unsettled: pendingCount.load(ordering: .relaxed)) {
+        guard let committer = local.committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        if LocalWriteQueue.mustWait(unsettled: local.pendingCount.load(ordering: .relaxed)) {
             // Back pressure: a thread only ever waits on its own ticket.
             do { _ = try commitVisibly(changes) } catch {
                 let failure = ChronicleError.wrap(mappedDiskError(error))
@@ -63,7 +63,7 @@ extension EventLog {
     /// changes of others (imports, other processes) are caught by the changes' expected orders.
     /// - Returns: `nil` when `build` made no change.
     package func commitVisibly(building build: (_ entry: (Domain, String) throws -> VisibleEntry?) throws -> [PendingChange]) throws -> [CommittedEvent]? {
-        guard let committer = committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
+        guard let committer = local.committer.withLock({ $0 }) else { throw ChronicleError.storeUnavailable(reason: "store closed") }
         guard let (place, tickets, changes, _) = try queueVisibly(committer, build, completion: nil), let place else { return nil }
         do {
             let committed = try committer.wait(place)
@@ -86,7 +86,7 @@ extension EventLog {
         completion: (([UInt64]) -> GroupCommitter<[PendingChange], [CommittedEvent]>.Completion)?
     ) throws -> (place: GroupCommitter<[PendingChange], [CommittedEvent]>.Place?, tickets: [UInt64], changes: [PendingChange],
         leader: GroupCommitter<[PendingChange], [CommittedEvent]>.Leader?)? {
-        try pending.withLock { pending in
+        try local.pending.withLock { pending in
             let queuedEntries = pending.entries  // (a copy-on-write handle: the closure cannot hold `pending`)
             let lookup = { (domain: Domain, name: String) throws -> VisibleEntry? in
                 if let queued = queuedEntries[LocalWriteQueue.Key(domain: domain, name: name)] {
@@ -97,7 +97,7 @@ extension EventLog {
             let changes = try build(lookup)
             guard !changes.isEmpty else { return nil }
             let admission = pending.admit(changes)
-            pendingCount.add(changes.count, ordering: .releasing)
+            local.pendingCount.add(changes.count, ordering: .releasing)
             // Publishing only queues the change for the hub's serial queue; no observer runs under this lock.
             observers.publishPending(admission.visible)
             if let completion {
@@ -111,20 +111,20 @@ extension EventLog {
     /// in the durable mode). Costs one atomic load when nothing is queued. Never call it on
     /// the committer's own path (inside a commit or a completion).
     package func settlePending() throws {
-        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return }
-        _ = try committer.wait(pending.withLock { _ in committer.enqueue([]) })
+        guard local.pendingCount.load(ordering: .acquiring) > 0, let committer = local.committer.withLock({ $0 }) else { return }
+        _ = try committer.wait(local.pending.withLock { _ in committer.enqueue([]) })
     }
 
     /// Calls `done` once every change queued so far by the non-throwing forms is committed,
     /// without blocking a thread (at once when nothing is queued).
     package func settlePending(then done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        guard pendingCount.load(ordering: .acquiring) > 0, let committer = committer.withLock({ $0 }) else { return done(.success(())) }
-        let leader = pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
+        guard local.pendingCount.load(ordering: .acquiring) > 0, let committer = local.committer.withLock({ $0 }) else { return done(.success(())) }
+        let leader = local.pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
         leader?.start()
     }
 
     /// The last ticket handed out: a flush covers the changes queued up to it.
-    package var lastTicket: UInt64 { pending.withLock { $0.lastTicket } }
+    package var lastTicket: UInt64 { local.pending.withLock { $0.lastTicket } }
 
     /// Makes every change made so far by this process durable: commits what the non-throwing
     /// forms queued, then (in the `.noMetaSync` and `.noSync` modes) flushes the file.
@@ -152,7 +152,7 @@ extension EventLog {
     /// again); with `report` (nobody waited for the change) it is logged, recorded for the next
     /// flush and published to the store's write failures.
     private func settle(_ changes: [PendingChange], _ tickets: [UInt64], failure: ChronicleError?, report: Bool = false) {
-        var forgotten = pending.withLock { $0.settle(changes, tickets: tickets) }
+        var forgotten = local.pending.withLock { $0.settle(changes, tickets: tickets) }
         // The visible copies of sealed plaintexts (a reader that took one a moment ago keeps its own).
         for index in forgotten.indices { Sodium.wipe(&forgotten[index].payload) }
         if failure != nil { observers.publishReset() }
@@ -163,29 +163,29 @@ extension EventLog {
             recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: tickets.last ?? lastTicket)
         }
         // Last: a settle that sees the count reach zero finds the failure recorded.
-        pendingCount.subtract(changes.count, ordering: .releasing)
+        local.pendingCount.subtract(changes.count, ordering: .releasing)
     }
 
     /// Records the order the queued change `ticket` commits with, for a read-then-write that read
     /// it; call under the lock that orders local writes while the change is still queued, and
     /// ``unwatch(ticket:)`` afterwards.
     package func watch(ticket: UInt64) {
-        watchedTickets.withLock { watched in
-            if watched.updateValue(nil, forKey: ticket) == nil { watchedCount.add(1, ordering: .releasing) }
+        local.watchedTickets.withLock { watched in
+            if watched.updateValue(nil, forKey: ticket) == nil { local.watchedCount.add(1, ordering: .releasing) }
         }
     }
 
     package func unwatch(ticket: UInt64) {
-        watchedTickets.withLock { watched in
-            if watched.removeValue(forKey: ticket) != nil { watchedCount.subtract(1, ordering: .releasing) }
+        local.watchedTickets.withLock { watched in
+            if watched.removeValue(forKey: ticket) != nil { local.watchedCount.subtract(1, ordering: .releasing) }
         }
     }
 
     /// The key's entry as this process reads it: a queued local change (with its ticket), else
     /// the committed view entry.
     package func visibleEntry(_ domain: Domain, _ name: String) throws -> VisibleEntry? {
-        if pendingCount.load(ordering: .acquiring) > 0,
-            let queued = pending.withLock({ $0.entry(domain, name) })
+        if local.pendingCount.load(ordering: .acquiring) > 0,
+            let queued = local.pending.withLock({ $0.entry(domain, name) })
         {
             return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
         }
@@ -196,8 +196,8 @@ extension EventLog {
     ///
     /// One atomic load when nothing is pending (the common read).
     package func pendingEntry(_ domain: Domain, _ name: String) -> ViewEntry? {
-        guard pendingCount.load(ordering: .acquiring) > 0 else { return nil }
-        guard let change = pending.withLock({ $0.entry(domain, name)?.change }) else { return nil }
+        guard local.pendingCount.load(ordering: .acquiring) > 0 else { return nil }
+        guard let change = local.pending.withLock({ $0.entry(domain, name)?.change }) else { return nil }
         return ViewEntry(pending: change)
     }
 }

@@ -48,7 +48,7 @@ extension EventLog {
     @discardableResult
     package func commitRewriting(_ domains: [Domain], _ rewrite: (Domain, String, ViewEntry) throws -> PendingChange?) throws -> Int {
         let (committed, counter) = try withHead { txn, head in
-            var counter = LocalCounter(last: writerCounter.withLock { $0 })
+            var counter = LocalCounter(last: local.writerCounter.withLock { $0 })
             try driftGuard.promoteDue(txn, head: &head, now: UnixMilliseconds.now())
             var changes: [PendingChange] = []
             for domain in domains {
@@ -60,7 +60,7 @@ extension EventLog {
             let out = try applyLocal(changes, txn, &head, &counter)
             return (out, counter.last)
         }
-        writerCounter.withLock { $0 = max($0, counter) }
+        local.writerCounter.withLock { $0 = max($0, counter) }
         if !committed.isEmpty { observers.publish(committed) }
         return committed.count
     }
@@ -73,13 +73,13 @@ extension EventLog {
         do {
             let (committed, counter, promoted) = try withHead { txn, head in
                 // One counter through every group: the taken ones are looked up once a transaction.
-                var counter = LocalCounter(last: writerCounter.withLock { $0 })
+                var counter = LocalCounter(last: local.writerCounter.withLock { $0 })
                 let promoted = try driftGuard.promoteDue(txn, head: &head, now: UnixMilliseconds.now())
                 var out: [[CommittedEvent]] = []
                 for changes in groups { out.append(try applyLocal(changes, txn, &head, &counter)) }
                 return (out, counter.last, promoted)
             }
-            writerCounter.withLock { $0 = max($0, counter) }
+            local.writerCounter.withLock { $0 = max($0, counter) }
             if !promoted.promoted.isEmpty {
                 observers.publish(promoted.promoted)
                 schedulePromotion(at: promoted.nextDue)
@@ -91,11 +91,11 @@ extension EventLog {
                 Result {
                     if changes.isEmpty { return [] }  // a flush's marker
                     let (out, counter) = try withHead { txn, head in
-                        var counter = LocalCounter(last: writerCounter.withLock { $0 })
+                        var counter = LocalCounter(last: local.writerCounter.withLock { $0 })
                         let out = try applyLocal(changes, txn, &head, &counter)
                         return (out, counter.last)
                     }
-                    writerCounter.withLock { $0 = max($0, counter) }
+                    local.writerCounter.withLock { $0 = max($0, counter) }
                     return out
                 }
             }
@@ -103,7 +103,7 @@ extension EventLog {
             results = [.failure(error)]
         }
         let events = results.flatMap { (try? $0.get()) ?? [] }
-        if let ticket = events.map(\.ticket).max(), ticket > 0 { publishedTicket.max(ticket, ordering: .releasing) }
+        if let ticket = events.map(\.ticket).max(), ticket > 0 { local.publishedTicket.max(ticket, ordering: .releasing) }
         if !events.isEmpty { observers.publish(events) }
         for changes in groups { Self.wipePlaintexts(changes) }
         return results
@@ -135,7 +135,7 @@ extension EventLog {
                 if let ticket = change.expectedTicket {
                     // The order its change committed with (in this transaction or an earlier one);
                     // none when it failed or committed before it was watched: read again.
-                    guard let committed = watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
+                    guard let committed = local.watchedTickets.withLock({ $0[ticket] ?? nil }), current == committed else { throw StaleRead() }
                 }
             }
             let historyPrefix = HistoryKey.prefix(domain: change.domain, name: change.key)
@@ -156,8 +156,8 @@ extension EventLog {
                 try authenticator.authenticate(&event, with: try keyRecords.sealingKey(authenticator, txn, &head))
             }
             let (sequence, won) = try append(event, txn, &head, historyPrefix: historyPrefix)
-            if change.ticket != 0, watchedCount.load(ordering: .acquiring) > 0 {
-                watchedTickets.withLock { watched in
+            if change.ticket != 0, local.watchedCount.load(ordering: .acquiring) > 0 {
+                local.watchedTickets.withLock { watched in
                     if watched.keys.contains(change.ticket) { watched[change.ticket] = .some(event.order) }
                 }
             }
