@@ -99,6 +99,9 @@ let package = Package(
 
         .testTarget(name: "ChronicleLMDBTests", dependencies: ["ChronicleLMDB"]),
         .testTarget(name: "ChronicleSodiumTests", dependencies: ["ChronicleSodium"]),
+        // The log's parts that are values (the write queue, the drift guard's rule, the sweep's
+        // schedule), tested without a store.
+        .testTarget(name: "ChronicleLogTests", dependencies: ["ChronicleLog", "ChronicleFormat"]),
         .testTarget(
             name: "ChronicleTests",
             dependencies: [

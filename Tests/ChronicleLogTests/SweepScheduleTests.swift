@@ -1,0 +1,66 @@
+@testable import ChronicleLog
+import Testing
+
+/// The automatic compaction's schedule: when a pass is due and which keys it looks at, told of
+/// each write transaction's records at once.
+struct SweepScheduleTests {
+    static func prefix(_ name: String) -> [UInt8] { [0, UInt8(name.utf8.count)] + Array(name.utf8) }
+
+    /// A pass is due after `threshold` records, and looks at each key written since (a key
+    /// written many times is looked at once, by the sweep, which merges the list).
+    @Test func aPassIsDueAfterTheThresholdAndLooksAtTheKeysWritten() {
+        var schedule = SweepSchedule()
+        schedule.appended(Array(repeating: Self.prefix("hot"), count: SweepSchedule.threshold - 2) + [Self.prefix("cold")])
+        #expect(!schedule.isDue)
+        schedule.appended([Self.prefix("hot")])
+        #expect(schedule.isDue)
+        guard case let .keys(keys) = schedule.start() else {
+            Issue.record("a pass over every key, not the keys written")
+            return
+        }
+        #expect(Set(keys) == [Self.prefix("hot"), Self.prefix("cold")])
+        #expect(!schedule.isDue, "a pass runs")
+        #expect(schedule.start() == nil)
+        schedule.finish()
+        #expect(!schedule.isDue, "nothing written since")
+    }
+
+    /// One hot key written far more often than the cap on remembered keys stays one key: the
+    /// list merges its duplicates when it grows past the cap instead of giving up on keys.
+    @Test func aHotKeyNeverTurnsAPassIntoOneOverEveryKey() {
+        var schedule = SweepSchedule()
+        let hot = Array(repeating: Self.prefix("hot"), count: 1_000)
+        for _ in 0..<(3 * SweepSchedule.maxDirtyKeys / 1_000) { schedule.appended(hot) }
+        guard case let .keys(keys) = schedule.start() else {
+            Issue.record("a pass over every key for one hot key")
+            return
+        }
+        #expect(Set(keys) == [Self.prefix("hot")])
+        #expect(keys.count <= SweepSchedule.maxDirtyKeys, "the list holds \(keys.count) entries")
+    }
+
+    /// More distinct keys than the cap: the next pass looks at every key (the list is dropped).
+    @Test func tooManyDistinctKeysMakeAPassOverEveryKey() {
+        var schedule = SweepSchedule()
+        schedule.appended((0...SweepSchedule.maxDirtyKeys).map { Self.prefix("k\($0)") })
+        #expect(schedule.start() == .everyKey)
+    }
+
+    /// Keys a pass could not finish are looked at by the next one; a closing log starts none.
+    @Test func unfinishedKeysComeBackAndAClosingLogStartsNoPass() {
+        var schedule = SweepSchedule()
+        schedule.appended(Array(repeating: Self.prefix("a"), count: SweepSchedule.threshold))
+        _ = schedule.start()
+        schedule.finish(unfinished: [Self.prefix("a")])
+        schedule.appended(Array(repeating: Self.prefix("b"), count: SweepSchedule.threshold))
+        guard case let .keys(keys) = schedule.start() else {
+            Issue.record("a pass over every key")
+            return
+        }
+        #expect(Set(keys) == [Self.prefix("a"), Self.prefix("b")])
+        schedule.finish()
+        schedule.stop()
+        schedule.appended(Array(repeating: Self.prefix("c"), count: SweepSchedule.threshold))
+        #expect(!schedule.isDue)
+    }
+}
