@@ -1,5 +1,7 @@
 @testable import Chronicle
+import ChronicleFormat
 @testable import ChronicleLog
+import ChronicleSodium
 import ChronicleTesting
 import ChronicleLMDB
 import Dispatch
@@ -184,4 +186,38 @@ final class Shared<Value: Sendable>: Sendable {
     private let value: Mutex<Value>
     init(_ value: Value) { self.value = Mutex(value) }
     func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+}
+
+/// A sealer that counts how often a commit asks it for its key (it seals nothing).
+private final class CountingSealer: EventSealer {
+    let asked = Atomic<Int>(0)
+    let key: SealingKey
+
+    init() throws {
+        let id = try #require(KeyID(bytes: [UInt8](repeating: 7, count: KeyID.length)))
+        key = SealingKey(id: id, key: try SecureBytes(randomCount: 32))
+    }
+
+    func sealingKey(active: KeyID?, record: (KeyID) throws -> WrappedKey?) throws -> SealingKey {
+        asked.add(1, ordering: .relaxed)
+        return key
+    }
+
+    func seal(_ event: inout Event, with key: SealingKey) throws {}
+    func authenticate(_ event: inout Event, with key: SealingKey) throws {}
+}
+
+struct SealingKeyLookupTests {
+    /// A member's sealed write is sealed and authenticated, and a batch holds many: the commit
+    /// asks for the sealing key (reading `dk.active`) once a transaction, not twice a change.
+    @Test func aCommitAsksForItsSealingKeyOnce() throws {
+        try withTemporaryStore { store, _ in
+            let sealer = try CountingSealer()
+            let changes = (0..<10).map { index in
+                PendingChange(domain: .secrets, key: "sealed.\(index)", policy: .never, op: .set, encoding: 0, payload: [UInt8(index)], sealer: sealer, authenticator: sealer)
+            }
+            _ = try store.eventLog.commit(changes)
+            #expect(sealer.asked.load(ordering: .relaxed) == 1)
+        }
+    }
 }

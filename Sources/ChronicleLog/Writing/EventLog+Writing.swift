@@ -127,6 +127,7 @@ extension EventLog {
         var committed: [CommittedEvent] = []
         committed.reserveCapacity(changes.count)
         let now = UnixMilliseconds.now()
+        var asked: AskedSealingKey?
         for change in changes {
             if change.expectedOrder != nil || change.expectedTicket != nil {
                 var current: ConflictOrder?
@@ -151,9 +152,9 @@ extension EventLog {
             var event = Event(
                 origin: writer, counter: eventCounter, replica: replica, hlc: hlc, domain: change.domain, op: change.op,
                 policy: change.policy, encoding: change.encoding, sealed: false, key: change.key, payload: change.payload)
-            if let sealer = change.sealer { try sealer.seal(&event, with: try keyRecords.sealingKey(sealer, txn, &head)) }
+            if let sealer = change.sealer { try sealer.seal(&event, with: try sealingKey(sealer, &asked, txn, &head)) }
             if let authenticator = change.authenticator {
-                try authenticator.authenticate(&event, with: try keyRecords.sealingKey(authenticator, txn, &head))
+                try authenticator.authenticate(&event, with: try sealingKey(authenticator, &asked, txn, &head))
             }
             let (sequence, won) = try append(event, txn, &head, historyPrefix: historyPrefix)
             if change.ticket != 0, local.watchedCount.load(ordering: .acquiring) > 0 {
@@ -196,6 +197,25 @@ extension EventLog {
             counter.taken = try nextTaken(after: counter.last - 1, txn)
         }
         return counter.last
+    }
+
+    /// The key a sealer seals and authenticates with, asked once a transaction: a member's
+    /// sealed write is sealed and authenticated, and a batch holds many changes, but the active
+    /// key (`dk.active`) is read, and a first key made, once.
+    private func sealingKey(
+        _ sealer: any EventSealer, _ asked: inout AskedSealingKey?, _ txn: borrowing Transaction, _ head: inout LogHead
+    ) throws -> SealingKey {
+        let owner = sealer as AnyObject  // held by `asked`: a boxed value never shares an identity with it
+        if let asked, asked.owner === owner { return asked.key }
+        let key = try keyRecords.sealingKey(sealer, txn, &head)
+        asked = AskedSealingKey(owner: owner, key: key)
+        return key
+    }
+
+    /// A sealer and the key it gave in this transaction.
+    private struct AskedSealingKey {
+        var owner: AnyObject
+        var key: SealingKey
     }
 
     private static let countersSpent = ChronicleError.storeUnavailable(reason: "this writer's counters are spent; reopen the store")
