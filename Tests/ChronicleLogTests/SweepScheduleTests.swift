@@ -46,6 +46,24 @@ struct SweepScheduleTests {
         #expect(schedule.start() == .everyKey)
     }
 
+    /// Over half the cap of distinct keys even after merging duplicates: a pass over every key,
+    /// rather than merging again at every small transaction.
+    @Test func aListStillLongAfterMergingBecomesAPassOverEveryKey() {
+        var schedule = SweepSchedule()
+        schedule.appended((0..<(SweepSchedule.maxDirtyKeys / 2 + 1)).map { Self.prefix("k\($0)") })
+        schedule.appended(Array(repeating: Self.prefix("hot"), count: SweepSchedule.maxDirtyKeys))
+        #expect(schedule.start() == .everyKey)
+    }
+
+    /// A transaction that appended more records than it listed (a compaction's rewrite, a large
+    /// import) makes the next pass look at every key; its records count towards the threshold.
+    @Test func recordsBeyondTheListMakeAPassOverEveryKey() {
+        var schedule = SweepSchedule()
+        schedule.appended([Self.prefix("a")], beyond: SweepSchedule.threshold)
+        #expect(schedule.isDue)
+        #expect(schedule.start() == .everyKey)
+    }
+
     /// Keys a pass could not finish are looked at by the next one; a closing log starts none.
     @Test func unfinishedKeysComeBackAndAClosingLogStartsNoPass() {
         var schedule = SweepSchedule()

@@ -20,8 +20,12 @@ package struct LogHead: Sendable {
     /// The chain key, looked up once per transaction rather than once per record.
     private var resolvedChainKey: KeyedHash?
     /// The history prefixes (``HistoryKey``) of the records this transaction appended, one a
-    /// record: the sweep's schedule hears of them once, when the transaction is done.
+    /// record, at most ``SweepSchedule/maxDirtyKeys`` (the rest are counted in
+    /// `appendedBeyondList`): the sweep's schedule hears of them once, when the transaction is done.
     var appendedHistory: [[UInt8]] = []
+    /// Records appended past the list's cap (a compaction's rewrite, a large import): their
+    /// keys are not listed, and the next pass looks at every key.
+    var appendedBeyondList = 0
     /// The `retention` rows this transaction took from the log (at its first change that declares
     /// a rule), put back when its body is done.
     var retentionRules: RetentionRules?

@@ -34,7 +34,11 @@ extension HistoryIndex {
     /// its key in `head` for the sweep's schedule.
     /// - Parameter name: the key's history prefix (``HistoryKey``).
     func indexHistory(_ name: [UInt8], sequence: UInt64, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
-        head.appendedHistory.append(name)
+        if head.appendedHistory.count < SweepSchedule.maxDirtyKeys {
+            head.appendedHistory.append(name)
+        } else {
+            head.appendedBeyondList += 1  // bounded memory: the next pass looks at every key
+        }
         let position = sequence.bigEndianBytes
         if let last = try txn.get(dbs.latest, key: name) {
             guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {

@@ -22,7 +22,7 @@ final class RetentionBookkeeping: Sendable {
 /// The `retention` rows a writer has read or written, so that a write learns a key's rule
 /// without a lookup per change. They hold while `meta`'s `retention.rules` token is the one they
 /// were read under: every change of a row writes a new random token in the same transaction
-/// (docs/FORMAT.md 3), so a row another process changed, or a transaction that did not commit,
+/// (docs/FORMAT.md sections 2 and 5.4), so a row another process changed, or a transaction that did not commit,
 /// empties them at the next write transaction's first look (one read of `meta` a transaction).
 struct RetentionRules: Sendable {
     /// Rows remembered at most; past it, the next one starts over (a lookup each, as before).

@@ -180,11 +180,12 @@ extension RetentionSweeper {
     /// prefixes, one a record), then starts a pass of the automatic compaction on a utility thread
     /// when one is due and none runs: after every write transaction, and when the log opens. One
     /// lock a transaction.
-    func sweepIfDue(noting appended: [[UInt8]]) {
+    /// - Parameter beyond: records appended whose keys were not listed (a pass over every key follows).
+    func sweepIfDue(noting appended: [[UInt8]], beyond: Int = 0) {
         let passes = log.retention.passes
         // Started and counted under one lock, so a closing log's wait never misses a pass.
         let started = log.retention.schedule.withLock { schedule -> SweepSchedule.Work? in
-            schedule.appended(appended)
+            schedule.appended(appended, beyond: beyond)
             guard let work = schedule.start() else { return nil }
             passes.enter()
             return work

@@ -32,14 +32,23 @@ package struct SweepSchedule: Sendable {
 
     package init(everyKey: Bool = false) { self.everyKey = everyKey }
 
-    /// Records of the keys with these history prefixes (one a record) were appended.
-    package mutating func appended(_ prefixes: [[UInt8]]) {
-        appended += prefixes.count
-        guard !everyKey, !prefixes.isEmpty else { return }
+    /// Records of the keys with these history prefixes (one a record) were appended, and
+    /// `beyond` more whose keys were not listed (then the next pass looks at every key).
+    package mutating func appended(_ prefixes: [[UInt8]], beyond: Int = 0) {
+        appended += prefixes.count + beyond
+        guard !everyKey else { return }
+        guard beyond == 0 else {
+            everyKey = true
+            dirty = []
+            return
+        }
+        guard !prefixes.isEmpty else { return }
         dirty.append(contentsOf: prefixes)
         guard dirty.count > Self.maxDirtyKeys else { return }
         dirty = Array(Set(dirty))  // a hot key is one key, however often it was written
-        if dirty.count > Self.maxDirtyKeys {
+        // Still over half the cap after the merge: so many distinct keys that merging again at
+        // every small transaction would cost the writers more than one pass over every key.
+        if dirty.count > Self.maxDirtyKeys / 2 {
             everyKey = true
             dirty = []
         }

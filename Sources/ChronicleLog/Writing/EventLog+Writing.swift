@@ -251,8 +251,8 @@ extension EventLog {
     package func withHead<R>(
         _ write: HeadWrite = .always, _ body: (borrowing Transaction, inout LogHead) throws -> R
     ) throws -> R {
-        var appended: [[UInt8]] = []
-        defer { sweeper.sweepIfDue(noting: appended) }
+        var appended: (keys: [[UInt8]], beyond: Int) = ([], 0)
+        defer { sweeper.sweepIfDue(noting: appended.keys, beyond: appended.beyond) }
         return try environment.write { txn in
             var head = try LogHead.read(txn, dbs)
             // A head edited outside Chronicle is refused, not re-signed by this write's MAC.
@@ -260,7 +260,7 @@ extension EventLog {
             try historyIndex.repairHistoryIfStale(txn, head: head)
             let before = head
             let result = try body(txn, &head)
-            appended = head.appendedHistory
+            appended = (head.appendedHistory, head.appendedBeyondList)
             if let rules = head.retentionRules { retention.rules.withLock { $0 = rules } }
             switch write {
             case .always: break

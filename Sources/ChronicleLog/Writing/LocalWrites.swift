@@ -1,4 +1,4 @@
-package import ChronicleFormat
+import ChronicleFormat
 package import Synchronization
 
 /// The state of this opening's own writes, owned in one place: the group committer, the

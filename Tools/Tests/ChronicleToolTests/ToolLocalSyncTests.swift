@@ -69,4 +69,17 @@ struct ToolLocalSyncTests {
             }
         }
     }
+
+    /// A mistyped --peer-store is refused, never created and filled with this store's log.
+    @Test func aPeerStoreThatDoesNotExistIsRefused() async throws {
+        try await withDirectory { directory in
+            let store = directory.appendingPathComponent("store")
+            try Store(directory: store).set(.dark, for: Keys.theme)
+            let typo = directory.appendingPathComponent("bakcup")
+            let result = try await runChronicle(["sync", "--store", store.path, "--peer-store", typo.path])
+            #expect(result.status == 2)
+            #expect(result.stderr.contains("there is no store at"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: typo.path))
+        }
+    }
 }

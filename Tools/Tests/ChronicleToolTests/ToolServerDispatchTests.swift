@@ -25,6 +25,7 @@ struct ToolServerDispatchTests {
                 ["sync", "--store", "s", "--peer", "https://example.com", "--token-file", "t"],
                 ["sync", "--peer=http://127.0.0.1:1"],
                 ["serve", "--help"],
+                ["help", "hub"],
             ]
             for arguments in cases {
                 let result = try await runChronicle(arguments, environment: environment)
@@ -66,5 +67,37 @@ struct ToolServerDispatchTests {
         let wrong = try await runChronicle(["hub", "tenant", "list"], environment: ["CHRONICLE_SERVER": "/nonexistent/chronicle-server"])
         #expect(wrong.status == 2)
         #expect(wrong.stderr.contains("CHRONICLE_SERVER is /nonexistent/chronicle-server"), "\(wrong.stderr)")
+    }
+
+    /// A `chronicle-server` that is really the everyday tool (a copy, a link, a wrong
+    /// `CHRONICLE_SERVER`) hands the command back once and is then refused, not run for ever.
+    @Test func theEverydayToolAsItsOwnServerIsRefused() async throws {
+        let result = try await runChronicle(["serve", "--port", "0"], environment: ["CHRONICLE_SERVER": try chronicleExecutable().path])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("handed the command back"), "\(result.stderr)")
+    }
+
+    /// Only absolute `PATH` entries are searched (`.` or `bin` would run what the current
+    /// directory holds), and a directory of that name is passed over.
+    @Test func theSearchTakesAbsoluteEntriesAndFilesOnly() async throws {
+        try await withFakeServer { server, directory in
+            let alone = directory.appendingPathComponent("alone")
+            try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
+            let tool = alone.appendingPathComponent("chronicle")
+            try FileManager.default.copyItem(at: try chronicleExecutable(), to: tool)
+            // A checkout that plants bin/chronicle-server, with `bin` on PATH.
+            let planted = directory.appendingPathComponent("checkout/bin")
+            try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: server, toPath: planted.appendingPathComponent("chronicle-server").path)
+            let relative = try await runTool(
+                at: tool.path, ["serve"], environment: ["PATH": "bin:/usr/bin:/bin"], in: directory.appendingPathComponent("checkout").path)
+            #expect(relative.status == 2 && !relative.stdout.contains("ran:"), "\(relative.stdout)")
+            // A directory named chronicle-server first on PATH, the real one after it.
+            let decoy = directory.appendingPathComponent("decoy/chronicle-server")
+            try FileManager.default.createDirectory(at: decoy, withIntermediateDirectories: true)
+            let found = try await runTool(
+                at: tool.path, ["serve"], environment: ["PATH": "\(decoy.deletingLastPathComponent().path):\(planted.path):/usr/bin:/bin"])
+            #expect(found.status == 7 && found.stdout == "ran: serve\n", "\(found.stderr)")
+        }
     }
 }

@@ -61,12 +61,14 @@ public func runChronicle(_ arguments: [String], environment: [String: String] = 
 }
 
 /// Runs the executable at `path` as `runChronicle` runs the tool.
-public func runTool(at path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> ToolResult {
+public func runTool(
+    at path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil, in directory: String? = nil
+) async throws -> ToolResult {
     var overrides: [Environment.Key: String?] = [:]
     for (key, value) in environment { overrides[Environment.Key(stringLiteral: key)] = value }
     let result = try await Subprocess.run(
         .path(FilePath(path)), arguments: Arguments(arguments),
-        environment: .inherit.updating(overrides), input: .string(input ?? ""),
+        environment: .inherit.updating(overrides), workingDirectory: directory.map { FilePath($0) }, input: .string(input ?? ""),
         output: .string(limit: 64 << 20), error: .string(limit: 64 << 20))
     let status: Int32 = switch result.terminationStatus {
     case let .exited(code): code

@@ -8,7 +8,8 @@ extension EverydayCommands {
             abstract: "Push and pull every syncable event with another store, a shared folder or a server.",
             discussion: """
                 Resumes from per-peer checkpoints; an interrupted sync loses nothing and the next one continues. \
-                Another store is opened with this store's key options. With --peer URL (a `chronicle serve` \
+                --peer-store must be an existing store, and is opened with this store's key options (a sealed \
+                peer needs the same passphrase or key file). With --peer URL (a `chronicle serve` \
                 or a hub) the command runs `chronicle-server sync`, which takes --token-file, --ca and \
                 --insecure too (`chronicle-server sync --help`).
 
@@ -42,7 +43,7 @@ extension EverydayCommands {
                 var peerOptions = options
                 peerOptions.store = peerStore
                 peerOptions.app = nil
-                other = .store(try peerOptions.open())
+                other = .store(try peerOptions.openExisting())  // a typo must not create a store and fill it
             } else {
                 other = .directory(URL(fileURLWithPath: folder ?? "", isDirectory: true))
             }
