@@ -5,8 +5,6 @@ import Dispatch
 import Logging
 import Synchronization
 
-/// Retention: which records each key keeps, and the sweep that drops the rest in short steps after writes and when the store opens.
-///
 /// Retention: which of a key's records the log keeps, the automatic compaction that drops the
 /// others in short steps, and dropping a key's history at once.
 ///
