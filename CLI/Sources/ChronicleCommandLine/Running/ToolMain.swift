@@ -13,7 +13,7 @@ public enum EverydayCommands {
         Quarantine.self,
     ]
 
-    /// What the root help of either tool says under its list of commands.
+    /// What the everyday tool's root help says under its list of commands.
     public static let discussion = """
         Every command takes --store DIR (default: the embedded default store, $CHRONICLE_HOME or \
         ~/.local/share/chronicle/chronicle) or --app ID (the store an app bootstrapped with that id). \
