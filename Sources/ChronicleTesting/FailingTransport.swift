@@ -40,9 +40,17 @@ public final class FailingTransport: SyncTransport {
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
+        try await push(range, filter: nil)
+    }
+
+    public func push(_ range: Data, filter: RangeFilter) async throws -> RangeReceipt {
+        try await push(range, filter: Optional(filter))
+    }
+
+    private func push(_ range: Data, filter: RangeFilter?) async throws -> RangeReceipt {
         let n = counts.withLock { $0.pushes += 1; return $0.pushes }
         if failures.contains(where: { if case .pushBeforeDelivery(n) = $0 { true } else { false } }) { throw InjectedFailure() }
-        let receipt = try await base.push(range)
+        let receipt = if let filter { try await base.push(range, filter: filter) } else { try await base.push(range) }
         if failures.contains(where: { if case .pushAfterDelivery(n) = $0 { true } else { false } }) { throw InjectedFailure() }
         return receipt
     }

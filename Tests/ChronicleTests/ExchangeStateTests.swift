@@ -157,6 +157,33 @@ import Testing
         #expect(state(checkpoint: CheckpointValue(sequence: 150, chain: nil), head: 100).pushStart(checkpoint: checkpoint, localChainMatches: true) == 0)
     }
 
+    /// A peer's push mark (a hub's) decides where the push starts: from the mark when the peer
+    /// holds less than the checkpoint says (it was restored), never past the checkpoint; with a
+    /// mark, the remote's head and chain are not probed and not marked, and what was just pulled
+    /// is still left out.
+    @Test func aPushMarkBehindTheCheckpointStartsThePushThere() {
+        let checkpoint = CheckpointValue(sequence: 30, chain: chainA, remoteHead: 80, remoteChain: chainB)
+        var restored = state(checkpoint: CheckpointValue(sequence: 150, chain: nil), head: 60)
+        restored.received([31...33])
+        restored.pushMarkRead(12)
+        restored.pushCheckpointRead(checkpoint)
+        #expect(restored.pushStart(checkpoint: checkpoint, localChainMatches: true) == 12, "only what the hub lacks")
+        #expect(restored.pushStart(checkpoint: checkpoint, localChainMatches: false) == 0, "our own log changed")
+        #expect(restored.probePosition(for: checkpoint) == nil)
+        #expect(!restored.marksRemoteAfterPush(pushedAny: true, filter: .syncable))
+        #expect(restored.skipping == [31...33])
+
+        var ahead = state()
+        ahead.pushMarkRead(45)
+        #expect(ahead.pushStart(checkpoint: checkpoint, localChainMatches: true) == 30, "a mark past the checkpoint moves nothing")
+        var none = state()
+        none.pushMarkRead(0)
+        #expect(none.pushStart(checkpoint: checkpoint, localChainMatches: true) == 0, "no mark for this log: the hub holds none of it")
+        var older = state()
+        older.pushMarkRead(nil)
+        #expect(older.probePosition(for: checkpoint) == 80, "a peer without marks is probed as before")
+    }
+
     /// The mailbox's mark: checked only for a mailbox this device pushed to; set after a push, or
     /// after a pull (then the newest file of anyone's, since what it pulled is at or before it).
     @Test func mailboxMarks() {

@@ -24,6 +24,10 @@ struct ExchangeState: Sendable {
     private(set) var batches = 0
     /// The local sequences this exchange's pulls took, ascending and merged: never pushed back.
     private(set) var pulledHere: [ClosedRange<UInt64>] = []
+    /// How far the peer holds what this device pushed with the push's filter, when it says
+    /// (``ReplicaInfo/pushMarks``, a hub): then the push starts there if that is before the
+    /// checkpoint, and no probe of the peer's chain is needed.
+    private(set) var pushMark: UInt64?
 
     /// - Parameters:
     ///   - checkpoint: the pull checkpoint for (peer, its epoch, pull, filter).
@@ -116,15 +120,21 @@ struct ExchangeState: Sendable {
     /// our last push; `nil`: no probe needed (already known, passive, no mark, or the remote's
     /// head is below the mark, which ``pushCheckpointRead(_:)`` already decided).
     func probePosition(for checkpoint: CheckpointValue) -> UInt64? {
-        guard !remoteWentBack, !passive, let head = checkpoint.remoteHead, checkpoint.remoteChain != nil, remoteHead >= head else { return nil }
+        guard pushMark == nil, !remoteWentBack, !passive, let head = checkpoint.remoteHead, checkpoint.remoteChain != nil, remoteHead >= head else { return nil }
         return head
     }
 
     /// Reads the push checkpoint's mark of the remote: its log is shorter now than after our
     /// last push, so it went back.
     mutating func pushCheckpointRead(_ checkpoint: CheckpointValue) {
-        guard !remoteWentBack, !passive, let head = checkpoint.remoteHead, checkpoint.remoteChain != nil else { return }
+        guard pushMark == nil, !remoteWentBack, !passive, let head = checkpoint.remoteHead, checkpoint.remoteChain != nil else { return }
         if remoteHead < head { remoteWentBack = true }
+    }
+
+    /// Reads the peer's push mark for this device's log and the push's filter (`nil`: the peer
+    /// keeps none, so the push decides by the remote's head and chain as before).
+    mutating func pushMarkRead(_ mark: UInt64?) {
+        pushMark = mark
     }
 
     /// The remote's chain hash at ``probePosition(for:)``: another than the mark's means it went back.
@@ -145,17 +155,20 @@ struct ExchangeState: Sendable {
         remoteWentBack = true
     }
 
-    /// Where the push starts: 0 when the remote went back or our own log under the checkpoint
-    /// changed (`localChainMatches` false), else the checkpoint.
+    /// Where the push starts: 0 when our own log under the checkpoint changed
+    /// (`localChainMatches` false); the peer's push mark when it is before the checkpoint (the
+    /// peer lost what was pushed after it: only that goes again); 0 when the remote went back and
+    /// keeps no marks; else the checkpoint.
     func pushStart(checkpoint: CheckpointValue, localChainMatches: Bool) -> UInt64 {
-        if remoteWentBack { return 0 }
         if checkpoint.chain != nil, checkpoint.sequence > 0, !localChainMatches { return 0 }
+        if let pushMark { return min(pushMark, checkpoint.sequence) }
+        if remoteWentBack { return 0 }
         return checkpoint.sequence
     }
 
     /// The local sequences a push leaves out: what this peer just sent, unless it went back
     /// (then it gets everything again).
-    var skipping: [ClosedRange<UInt64>] { remoteWentBack ? [] : pulledHere }
+    var skipping: [ClosedRange<UInt64>] { remoteWentBack && pushMark == nil ? [] : pulledHere }
 
     /// Whether to set a new mailbox mark after the push, and whose newest file it is: this
     /// device's own (`own`), or the newest of anyone's when it left out what it pulled there
@@ -167,6 +180,6 @@ struct ExchangeState: Sendable {
     /// Whether to remember where the remote's log stood after the push (only `sync()`'s
     /// filter: automatic pushes never move that mark, so they re-send anyway).
     func marksRemoteAfterPush(pushedAny: Bool, filter: RangeFilter) -> Bool {
-        pushedAny && filter == .syncable && !passive
+        pushedAny && filter == .syncable && !passive && pushMark == nil
     }
 }

@@ -179,6 +179,9 @@ public actor Replicator {
         let pushCheckpoint = try await BlockingWork.run { try log.pushCheckpoint(pushKey) }
         // After our last push the remote's log reached a head with a chain hash there. If it has
         // gone back since (a relay restored from a backup), what we pushed may be lost: push again.
+        // A peer that keeps push marks (the hub) says how far it holds what this log pushed with
+        // this filter: behind the checkpoint, it lost the rest (restored), and only that goes again.
+        state.pushMarkRead(exchange.remote.pushMark(of: exchange.local.replicaID, epoch: exchange.local.epoch, filter: filter))
         state.pushCheckpointRead(pushCheckpoint)
         if let position = state.probePosition(for: pushCheckpoint) {
             let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: position, filter: filter, excludingOrigin: nil, maxEvents: 1)))
@@ -208,7 +211,7 @@ public actor Replicator {
             }
             if !range.events.isEmpty || !range.opaque.isEmpty {
                 pushedAny = true
-                report.pushed.add(try await peer.transport.push(Data(range.encoded())))
+                report.pushed.add(try await peer.transport.push(Data(range.encoded()), filter: filter))
                 report.sent += range.events.count + range.opaque.count
                 report.batches += 1
                 configuration.progress?(peer.name, report.pulled.received + report.sent)

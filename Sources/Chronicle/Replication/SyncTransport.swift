@@ -18,6 +18,11 @@ public protocol SyncTransport: Sendable {
     /// Delivers an encoded range; returns only after the remote applied it durably.
     func push(_ range: Data) async throws -> RangeReceipt
 
+    /// ``push(_:)`` of a range exported with `filter`: a peer that keeps push marks (the hub,
+    /// ``ReplicaInfo/pushMarks``) records how far it holds what this filter carries. The default
+    /// calls ``push(_:)``.
+    func push(_ range: Data, filter: RangeFilter) async throws -> RangeReceipt
+
     /// The remote's events with these identities (at most ``EventIdentity/maxPerRequest``),
     /// encoded as a range that moves no checkpoint, or `nil` when this transport cannot ask
     /// for events by identity. A member asks again for events it lost before it could apply
@@ -32,6 +37,8 @@ public protocol SyncTransport: Sendable {
 }
 
 extension SyncTransport {
+    public func push(_ range: Data, filter: RangeFilter) async throws -> RangeReceipt { try await push(range) }
+
     public func pullEvents(_ identities: [EventIdentity]) async throws -> Data? { nil }
 
     public func answerEvents(_ identities: [EventIdentity]) async throws -> EventAnswer? {

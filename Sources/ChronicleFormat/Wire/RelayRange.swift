@@ -37,6 +37,8 @@ import ChronicleSodium
     }
 
     @_spi(Wire) public var source: [UInt8]
+    /// The source log's epoch, 16 bytes.
+    @_spi(Wire) public var epoch: [UInt8]
     @_spi(Wire) public var after: UInt64
     @_spi(Wire) public var upTo: UInt64
     @_spi(Wire) public var keys: [Key] = []
@@ -51,6 +53,7 @@ import ChronicleSodium
     @_spi(Wire) public init(decoding bytes: [UInt8]) throws(ChronicleError) {
         let checked = try EventRange(decoding: bytes)
         source = checked.source.bytes
+        epoch = checked.epoch.bytes
         after = checked.after
         upTo = checked.upTo
         do {

@@ -46,6 +46,9 @@
     /// `true`: a relay that keeps a log (positions and chain hashes that never change) though it
     /// names no writer; absent otherwise (FORMAT.md 8).
     @_spi(Wire) public var keepsLog: Bool?
+    /// What the relay holds of each log the asking device pushed (a hub's; absent otherwise):
+    /// ids in hex, the filter as a range request names it (FORMAT.md 8).
+    @_spi(Wire) public var pushMarks: [WirePushMark]?
 
     @_spi(Wire) public init(_ info: ReplicaInfo) {
         replicaID = info.replicaID.hex
@@ -54,18 +57,23 @@
         head = info.head
         writer = info.writer?.hex
         keepsLog = info.keepsLog ? true : nil
+        pushMarks = info.pushMarks?.map { WirePushMark(source: $0.source.hex, epoch: $0.epoch.hex, filter: WireFormat.text($0.filter), upTo: $0.upTo) }
     }
 
     /// A relay's info (the hub's): its id and epoch as 16 bytes each, no writer, and a log whose
     /// chain hashes a pusher may probe to learn whether it lost what was pushed.
-    @_spi(Wire) public init(relay id: [UInt8], epoch: [UInt8], head: UInt64) {
+    @_spi(Wire) public init(relay id: [UInt8], epoch: [UInt8], head: UInt64, pushMarks: [WirePushMark]? = nil) {
         replicaID = id.hexString
         self.epoch = epoch.hexString
         protocolVersion = EventRange.protocolVersion
         self.head = head
         writer = nil
         keepsLog = true
+        self.pushMarks = pushMarks
     }
+
+    /// The most push marks an info may carry (a hub keeps at most ``maxPushMarks`` per device).
+    @_spi(Wire) public static let maxPushMarks = 16
 
     @_spi(Wire) public func info() throws(ChronicleError) -> ReplicaInfo {
         guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
@@ -76,6 +84,37 @@
             guard let id = ReplicaID(hex: writer) else { throw .malformedInput("the peer's writer id is malformed") }
             writerID = id
         }
-        return ReplicaInfo(replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID, keepsLog: keepsLog == true)
+        var marks: [PushMark]?
+        if let pushMarks {
+            guard pushMarks.count <= Self.maxPushMarks else { throw .malformedInput("the peer's info names \(pushMarks.count) push marks, over \(Self.maxPushMarks)") }
+            marks = try pushMarks.map { mark throws(ChronicleError) in
+                guard let source = ReplicaID(hex: mark.source), let epoch = LogEpoch(hex: mark.epoch), let filter = WireFormat.filter(mark.filter) else {
+                    throw .malformedInput("the peer's push mark is malformed")
+                }
+                return PushMark(source: source, epoch: epoch, filter: filter, upTo: mark.upTo)
+            }
+        }
+        return ReplicaInfo(
+            replicaID: id, epoch: epoch, protocolVersion: protocolVersion, head: head, writer: writerID, keepsLog: keepsLog == true, pushMarks: marks)
+    }
+}
+
+/// A ``PushMark`` on the wire: ids in hex, the filter as text (`syncable`, `small:BYTES`).
+@_spi(Wire) public struct WirePushMark: Codable, Sendable, Equatable {
+    @_spi(Wire) public var source: String
+    @_spi(Wire) public var epoch: String
+    @_spi(Wire) public var filter: String
+    @_spi(Wire) public var upTo: UInt64
+
+    @_spi(Wire) public init(source: String, epoch: String, filter: String, upTo: UInt64) {
+        self.source = source
+        self.epoch = epoch
+        self.filter = filter
+        self.upTo = upTo
+    }
+
+    /// A hub's mark: the pushing log's id and epoch as 16 bytes each.
+    @_spi(Wire) public init(source: [UInt8], epoch: [UInt8], filter: String, upTo: UInt64) {
+        self.init(source: source.hexString, epoch: epoch.hexString, filter: filter, upTo: upTo)
     }
 }

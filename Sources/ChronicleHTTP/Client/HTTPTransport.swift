@@ -61,7 +61,16 @@ public struct HTTPTransport: SyncTransport, ChangeWaitingTransport {
     }
 
     public func push(_ range: Data) async throws -> RangeReceipt {
-        let body = try await send(.POST, path: "v1/range", query: [:], body: range)
+        try await push(range, query: [:])
+    }
+
+    /// `POST /v1/range?filter=…`: a hub records how far it holds what this filter carries.
+    public func push(_ range: Data, filter: RangeFilter) async throws -> RangeReceipt {
+        try await push(range, query: ["filter": WireFormat.text(filter)])
+    }
+
+    private func push(_ range: Data, query: [String: String]) async throws -> RangeReceipt {
+        let body = try await send(.POST, path: "v1/range", query: query, body: range)
         do {
             return try JSONDecoder().decode(RangeReceipt.self, from: body)
         } catch {

@@ -150,7 +150,8 @@ struct StoreBackend: SyncBackend {
         return (Array(answer.range), answer.answeredWhole ?? [])
     }
 
-    func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> RangeReceipt {
+    /// A store keeps no push marks: the filter is not needed.
+    func push(_ body: [UInt8], filter: RangeFilter?, from caller: Caller, client: String) async throws -> RangeReceipt {
         let (store, data) = (store, Data(body))
         // Key derivations (Argon2id, up to a second each) run before the import, on a thread of
         // the push's own, in turns by client address across the process: a push that brings no

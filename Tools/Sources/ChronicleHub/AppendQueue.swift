@@ -16,6 +16,8 @@ final class AppendQueue: Sendable {
     struct Push: Sendable {
         var body: [UInt8]
         var device: HubDevice
+        /// The filter the range was exported with, when the pusher said (its push mark's).
+        var filter: RangeFilter? = nil
     }
 
     /// What a waiting push is told: take the turn, or here is your result.

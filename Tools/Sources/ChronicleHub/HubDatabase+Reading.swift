@@ -6,15 +6,30 @@ import PostgresNIO
 /// in the statement that serves it.
 extension HubDatabase {
     /// What the hub answers `GET /v1/info` with for a device's tenant, while its token stands.
+    /// With the tenant's relay id, epoch and head, it names the device's push marks
+    /// (``PushMarks``): how far the tenant holds what the device pushed of each of its logs.
     func info(device: HubDevice) async throws -> WireInfo {
         let hash = ByteBuffer(bytes: device.tokenHash)
         let rows = try await client.query(
             """
-            SELECT t.relay_id, t.epoch, t.head FROM tenants t JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
+            SELECT t.relay_id, t.epoch, t.head, m.sources, m.epochs, m.filters, m.up_tos
+            FROM tenants t JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
+            LEFT JOIN LATERAL (
+                SELECT array_agg(source) AS sources, array_agg(epoch) AS epochs, array_agg(filter) AS filters, array_agg(up_to) AS up_tos
+                FROM (
+                    SELECT source, epoch, filter, up_to FROM push_marks p WHERE p.tenant_id = t.id AND p.device = d.name
+                    ORDER BY moved DESC LIMIT \(PushMarks.maxPerDevice)
+                ) newest
+            ) m ON true
             WHERE t.id = \(device.tenant)
             """, logger: logger)
-        for try await (relay, epoch, head) in rows.decode((ByteBuffer, ByteBuffer, Int64).self) {
-            return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head))
+        for try await (relay, epoch, head, sources, epochs, filters, upTos) in rows.decode(
+            (ByteBuffer, ByteBuffer, Int64, [ByteBuffer]?, [ByteBuffer]?, [String]?, [Int64]?).self)
+        {
+            let marks = zip(zip(sources ?? [], epochs ?? []), zip(filters ?? [], upTos ?? [])).map { ids, mark in
+                WirePushMark(source: Array(buffer: ids.0), epoch: Array(buffer: ids.1), filter: mark.0, upTo: UInt64(max(0, mark.1)))
+            }
+            return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head), pushMarks: marks)
         }
         throw revoked(device)
     }

@@ -127,6 +127,28 @@ extension HubDatabase {
                 "ALTER TABLE tenants ADD COLUMN IF NOT EXISTS sweep_from bytea DEFAULT ''::bytea",
                 "ALTER TABLE tenants ALTER COLUMN sweep_from SET DEFAULT NULL",
             ]),
+        // Push marks (FORMAT.md 13): how far the tenant holds what each device pushed of each of
+        // its logs, so after a restore a device pushes again only what the hub lacks. Expanding:
+        // nodes of version 6 run beside it (a device pushing through one moves no mark, and its
+        // next sync through a newer node pushes again from its mark: duplicates, never a loss).
+        HubMigration(
+            version: 7, name: "push marks", oldestNode: 6,
+            statements: [
+                "CREATE SEQUENCE IF NOT EXISTS push_mark_moves",
+                """
+                CREATE TABLE IF NOT EXISTS push_marks (
+                    tenant_id bigint NOT NULL,
+                    device text NOT NULL,
+                    source bytea NOT NULL,
+                    epoch bytea NOT NULL,
+                    filter text NOT NULL,
+                    up_to bigint NOT NULL,
+                    pushed_after bigint NOT NULL,
+                    moved bigint NOT NULL DEFAULT nextval('push_mark_moves'),
+                    PRIMARY KEY (tenant_id, device, source, epoch, filter),
+                    FOREIGN KEY (tenant_id, device) REFERENCES devices (tenant_id, name) ON DELETE CASCADE)
+                """,
+            ]),
     ]
 
     /// Applies the migrations the database has not recorded, in order, each in the same

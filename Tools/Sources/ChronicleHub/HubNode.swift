@@ -286,11 +286,11 @@ struct HubBackend: SyncBackend {
     /// Each tenant's devices hold at most a share of the node's connections.
     func connectionOwner(_ caller: Caller) -> String { "tenant \(caller.device.tenant)" }
 
-    func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> RangeReceipt {
+    func push(_ body: [UInt8], filter: RangeFilter?, from caller: Caller, client: String) async throws -> RangeReceipt {
         // Decoded in the tenant's turn (``HubDatabase/append(_:device:)``): a tenant's queue of
         // pushes holds bytes, not decoded ranges.
         metrics.count(.pushedBytes, by: Int64(body.count))
-        let receipt = try await database.appends.append(body, device: caller.device)
+        let receipt = try await database.appends.append(body, filter: filter, device: caller.device)
         metrics.count(.eventsAppended, by: Int64(receipt.applied))
         return receipt
     }

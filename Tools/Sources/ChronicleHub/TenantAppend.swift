@@ -30,8 +30,11 @@ extension TenantAppend {
     /// receipt or refusal, as if each had committed alone: one lock, lookup and commit for many
     /// devices instead of one each. A database failure fails every push of that transaction
     /// (each device retries); nothing of it is written.
-    func append(_ body: [UInt8], device: HubDevice) async throws -> RangeReceipt {
-        let own = AppendQueue.Push(body: body, device: device)
+    ///
+    /// A push that names its `filter` moves the device's push mark for the range's log and that
+    /// filter (``PushMarks``) in the same transaction.
+    func append(_ body: [UInt8], filter: RangeFilter? = nil, device: HubDevice) async throws -> RangeReceipt {
+        let own = AppendQueue.Push(body: body, device: device, filter: filter)
         switch await database.appendQueue.enqueue(own) {
         case let .done(result):
             return try result.get()
@@ -91,6 +94,8 @@ extension TenantAppend {
         var addedBytes: Int64 = 0
         /// Events appended per device (every device that pushed, with 0 when nothing was new).
         var pushedByDevice: [String: Int64] = [:]
+        /// How far each accepted push that named its filter carries its log.
+        var marks = PushMarks()
     }
 
     /// Decides each push against the tenant's state as the pushes before it left it, then
@@ -117,9 +122,11 @@ extension TenantAppend {
             let before = writes.keyDigests.count
             results.append(ranges[index].flatMap { range in
                 Result {
-                    try Self.decide(
+                    let receipt = try Self.decide(
                         range, keys: namedKeys[index], device: push.device.name, storedDigests: &storedDigests, tenant: &tenant, known: &known,
                         writes: &writes)
+                    if let filter = push.filter { writes.marks.add(device: push.device.name, range: range, filter: filter) }
+                    return receipt
                 }
             })
             keysOfPush.append(writes.keyDigests[before...].map { Array(buffer: $0) })
@@ -132,6 +139,7 @@ extension TenantAppend {
         }
         let trimDue = metQuota || tenant.appendedSinceTrim + Int64(writes.positions.count) >= HubDatabase.trimThreshold
         try await write(writes, tenant: tenant, id: id, trimDue: trimDue, notify: !writes.positions.isEmpty || !storedKeys.isEmpty, on: connection)
+        try await writes.marks.write(tenant: id, on: connection, logger: logger)
         let receipts = zip(results, keysOfPush).map { result, digests in
             result.map { receipt in
                 var receipt = receipt

@@ -55,8 +55,9 @@ package protocol SyncBackend: Sendable {
     /// The encoded range `GET /v1/range` answers.
     func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8]
     /// Applies a pushed range; what `POST /v1/range` answers once it is durable.
+    /// `filter` is the filter the pusher exported it with (`?filter=`; `nil` when it did not say);
     /// `client` is the connection's client (``ConnectionGuard/client(_:)``).
-    func push(_ body: [UInt8], from caller: Caller, client: String) async throws -> Receipt
+    func push(_ body: [UInt8], filter: RangeFilter?, from caller: Caller, client: String) async throws -> Receipt
     /// The encoded range of events with these identities (at most
     /// ``EventIdentity/maxPerRequest``) that `POST /v1/events` answers, and for each distinct
     /// identity whether it was answered whole (the `Chronicle-Answered-Whole` header).
@@ -171,9 +172,13 @@ package enum SyncRoutes {
         }
         v1.post("range") { request, context -> Response in
             let caller = try context.requireCaller()
+            // The filter the range was exported with, when the pusher says (a hub keeps push marks by it).
+            let filterText = request.uri.queryParameters["filter"].map(String.init)
+            let filter = filterText.flatMap { WireFormat.filter($0) }
+            guard filterText == nil || filter != nil else { throw HTTPError(.badRequest, message: "filter must be `syncable` or `small:BYTES`") }
             return try await budget.withBody(of: request, limit: maxBodySize, owner: backend.bodyOwner(caller, client: context.client)) { body in
                 do {
-                    return try jsonResponse(try await backend.push(Array(body.readableBytesView), from: caller, client: context.client))
+                    return try jsonResponse(try await backend.push(Array(body.readableBytesView), filter: filter, from: caller, client: context.client))
                 } catch let error as ChronicleError {
                     // A range that does not decode or verify: nothing of it was applied.
                     guard case .malformedInput = error else { throw error }
