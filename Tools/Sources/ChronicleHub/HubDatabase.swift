@@ -64,8 +64,10 @@ public final class HubDatabase: Sendable {
     /// queue would otherwise take every connection and stall every other tenant on the node),
     /// and whoever's turn it is commits the waiting ones with its own.
     let appendQueue = AppendQueue()
-    /// The most connections a node's pool opens.
-    static let poolSize = 40
+    /// The most connections a node's pool opens unless told otherwise (``init(url:poolSize:logger:)``).
+    public static let defaultPoolSize = 40
+    /// The most connections this node's pool opens.
+    public let poolSize: Int
     /// The tenants this node is trimming.
     let trims = Mutex<Set<Int64>>([])
     /// Where the node serving this database records trims and token lookups (set by `HubNode`).
@@ -73,10 +75,16 @@ public final class HubDatabase: Sendable {
 
     /// A database at a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
     ///
-    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the URL is not one.
-    public init(url: String, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
+    /// - Parameter poolSize: The most connections the pool opens (1…10,000): every node's pool
+    ///   together must fit the server's `max_connections` with room for the operator.
+    /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the URL is not one, or the pool size is out of range.
+    public init(url: String, poolSize: Int = HubDatabase.defaultPoolSize, logger: Logger = Logger(label: "chronicle.hub")) throws(ChronicleError) {
+        guard (1...10_000).contains(poolSize) else {
+            throw .invalidArgument("the database pool holds 1...10000 connections, not \(poolSize)")
+        }
         target = try Target(url: url)
-        configuration = target.clientConfiguration
+        self.poolSize = poolSize
+        configuration = target.clientConfiguration(poolSize: poolSize)
         // The pool logs why it cannot connect (login refused, no TLS, too many connections) here:
         // the cause an operator needs when requests start failing with 503.
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -142,14 +150,14 @@ public final class HubDatabase: Sendable {
             self.database = database.isEmpty ? nil : database
         }
 
-        var clientConfiguration: PostgresClient.Configuration {
+        func clientConfiguration(poolSize: Int) -> PostgresClient.Configuration {
             let tls: PostgresClient.Configuration.TLS = switch mode {
             case .disable: .disable
             case .prefer: .prefer(.makeClientConfiguration())
             case .require: .require(.makeClientConfiguration())
             }
             var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
-            configuration.options.maximumConnections = HubDatabase.poolSize
+            configuration.options.maximumConnections = poolSize
             return configuration
         }
 

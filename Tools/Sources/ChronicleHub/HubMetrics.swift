@@ -69,14 +69,14 @@ final class HubMetrics: Sendable {
 
     private let backend: Backend
 
-    init(registry: PrometheusCollectorRegistry) {
+    init(registry: PrometheusCollectorRegistry, poolSize: Int) {
         backend = .registry(registry)
         // Every family is shown from the start, so an alert on one that has not moved yet works.
         for family: HubMetric in [.refusals, .databaseErrors, .eventsAppended, .pushedBytes, .eventsServed, .servedBytes, .trimmedRows] {
             count(family, by: 0)
         }
         set(.longPollsWaiting, 0)
-        set(.databasePoolSize, HubDatabase.poolSize)
+        set(.databasePoolSize, poolSize)
         for state in Self.connectionStates { set(.databaseConnections, 0, labels: [("state", state)]) }
     }
 

@@ -111,7 +111,7 @@ public struct HubNode: Sendable {
     ///   - logger: where requests and errors are logged.
     ///   - registry: where the node registers its metric families.
     public init(database: HubDatabase, logger: Logger = Logger(label: "chronicle.hub"), registry: PrometheusCollectorRegistry) {
-        self.init(database: database, logger: logger, metrics: HubMetrics(registry: registry))
+        self.init(database: database, logger: logger, metrics: HubMetrics(registry: registry, poolSize: database.poolSize))
     }
 
     private init(database: HubDatabase, logger: Logger, metrics: HubMetrics) {

@@ -2,6 +2,7 @@
 @testable import ChronicleHub
 import ChronicleTesting
 import Foundation
+import Prometheus
 import Subprocess
 import SystemPackage
 import Testing
@@ -39,6 +40,17 @@ struct HubMetricsTests {
     /// The value of the series `series` (name and labels as printed) in a metrics text.
     static func value(of series: String, in text: String) -> Double? {
         text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+    }
+
+    /// The pool's size is the node's setting, and its gauge says which.
+    @Test func thePoolSizeGaugeShowsTheNodesSetting() async throws {
+        let url = try #require(testDatabase)
+        #expect(throws: ChronicleError.self) { try HubDatabase(url: url, poolSize: 0) }
+        let database = try HubDatabase(url: url, poolSize: 7)
+        let registry = PrometheusCollectorRegistry()
+        _ = HubNode(database: database, registry: registry)
+        let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
+        #expect(Self.value(of: "chronicle_hub_database_pool_size", in: text) == 7, "\(text)")
     }
 
     @Test func promtoolAcceptsEveryFamilyAndTheFiguresAreThere() async throws {

@@ -34,6 +34,20 @@ import ToolsTestSupport
         }
     }
 
+    /// The node's database pool is a setting (file or option), checked before anything connects.
+    @Test func theDatabasePoolSizeIsASettingWithinItsRange() async throws {
+        try await withConfig(#"{"database_connections": 0}"#) { path in
+            let result = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("database_connections") && result.stderr.contains("1...10000"), "\(result.stderr)")
+            let option = try await runChronicle(["hub", "serve", "--database-connections", "20000", "--database", unreachable])
+            #expect(option.status == 64)
+            #expect(option.stderr.contains("--database-connections is 1...10000"), "\(option.stderr)")
+            let accepted = try await runChronicle(["hub", "serve", "--config", path, "--database-connections", "8", "--port", "0", "--database", unreachable])
+            #expect(accepted.status == 2, "the option wins over the file, and the database is what fails: \(accepted.stderr)")
+        }
+    }
+
     @Test func aFileThatIsNotAJSONObjectOrIsMissingIsRefused() async throws {
         try await withConfig("port = 8787") { path in
             let result = try await runChronicle(["hub", "serve", "--config", path, "--database", unreachable])

@@ -41,7 +41,7 @@ struct DatabaseOptions: ParsableArguments {
 
     /// The database these options name: the command line's, else `CHRONICLE_HUB_DATABASE`, else
     /// `file`'s (`hub serve --config`).
-    func open(over file: HubConfigFile? = nil) throws -> HubDatabase {
+    func open(over file: HubConfigFile? = nil, poolSize: Int = HubDatabase.defaultPoolSize) throws -> HubDatabase {
         var url: String?
         if let databaseFile {
             url = try Self.read(databaseFile)
@@ -57,7 +57,7 @@ struct DatabaseOptions: ParsableArguments {
         guard let url, !url.isEmpty else {
             throw ValidationError("give the database: CHRONICLE_HUB_DATABASE, --database-file FILE, or --database URL (without a password)")
         }
-        return try HubDatabase(url: url, logger: Logger(label: "chronicle.hub"))
+        return try HubDatabase(url: url, poolSize: poolSize, logger: Logger(label: "chronicle.hub"))
     }
 
     private static func read(_ path: String) throws -> String {

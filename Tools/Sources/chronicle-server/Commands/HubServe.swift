@@ -35,6 +35,8 @@ extension ChronicleCommand.Hub {
         @Option(help: "The most connections the node serves at once; each long-polling device holds one (default 1024).") var maxConnections: Int?
         @Option(help: "The longest a long-poll is held, in seconds (default 30).") var maxWaitSeconds: Int?
         @Option(help: "The largest push body accepted, in bytes (default 16 MiB).") var maxBodyBytes: Int?
+        @Option(help: "The most connections the node opens to PostgreSQL (default 40); every node's together must fit the server's max_connections.")
+        var databaseConnections: Int?
         @OptionGroup var server: ServerOptions
         @OptionGroup var log: LogOptions
 
@@ -49,6 +51,7 @@ extension ChronicleCommand.Hub {
             var maxConnections: Int
             var maxWait: Int
             var maxBodyBytes: Int
+            var databaseConnections: Int
             var server: ServerSettings
         }
 
@@ -59,6 +62,7 @@ extension ChronicleCommand.Hub {
                 metricsHost: metricsHost ?? file?.metricsHost ?? "127.0.0.1", metricsPort: metricsPort ?? file?.metricsPort ?? 9464,
                 metrics: metrics ?? file?.metrics ?? true, maxConnections: maxConnections ?? file?.maxConnections ?? 1_024,
                 maxWait: maxWaitSeconds ?? file?.maxWaitSeconds ?? 30, maxBodyBytes: maxBodyBytes ?? file?.maxBodyBytes ?? 16 << 20,
+                databaseConnections: databaseConnections ?? file?.databaseConnections ?? HubDatabase.defaultPoolSize,
                 server: server.settings(over: file))
             try settings.server.validate(host: settings.host)
             // Named as an option and as a setting of the file: either may have given it.
@@ -71,6 +75,7 @@ extension ChronicleCommand.Hub {
             if settings.maxConnections < 1 { throw ValidationError("\(option("max-connections")) is at least 1") }
             if !(1...300).contains(settings.maxWait) { throw ValidationError("\(option("max-wait-seconds")) is 1...300") }
             if settings.maxBodyBytes < 1 << 16 { throw ValidationError("\(option("max-body-bytes")) is at least 65536") }
+            if !(1...10_000).contains(settings.databaseConnections) { throw ValidationError("\(option("database-connections")) is 1...10000") }
             if let database = file?.database, URLComponents(string: database)?.password != nil {
                 throw ValidationError("\(config ?? ""): \"database\" holds a password; put the URL in a 0600 file named by \"database_file\"")
             }
@@ -95,7 +100,7 @@ extension ChronicleCommand.Hub {
 
         func run() async throws {
             let settings = try settings()
-            let hubDatabase = try database.open(over: settings.file)
+            let hubDatabase = try database.open(over: settings.file, poolSize: settings.databaseConnections)
             // Never serve a schema this build does not match: one it would fail on, or a newer one it
             // cannot run beside.
             // (`with` checks the connection first: a database it cannot use is reported at once.)

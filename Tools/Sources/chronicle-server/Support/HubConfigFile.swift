@@ -33,6 +33,7 @@ struct HubConfigFile: Decodable, Equatable {
     var maxConnectionsPerAddress: Int?
     var maxWaitSeconds: Int?
     var maxBodyBytes: Int?
+    var databaseConnections: Int?
     var logLevel: String?
     var logFormat: String?
 
@@ -41,6 +42,7 @@ struct HubConfigFile: Decodable, Equatable {
         case metrics, tlsCert = "tls_cert", tlsKey = "tls_key", insecure, maxConnections = "max_connections"
         case maxConnectionsPerAddress = "max_connections_per_address", maxWaitSeconds = "max_wait_seconds"
         case maxBodyBytes = "max_body_bytes", logLevel = "log_level", logFormat = "log_format"
+        case databaseConnections = "database_connections"
     }
 
     /// Reads and checks `path`: a JSON object of known keys with values of the right type; paths
@@ -77,7 +79,7 @@ struct HubConfigFile: Decodable, Equatable {
         }
         // A number where a whole one belongs (8787.5, 1e100): named here, where the decoder
         // would only say the data is not valid.
-        let whole: Set<CodingKeys> = [.port, .metricsPort, .maxConnections, .maxConnectionsPerAddress, .maxWaitSeconds, .maxBodyBytes]
+        let whole: Set<CodingKeys> = [.port, .metricsPort, .maxConnections, .maxConnectionsPerAddress, .maxWaitSeconds, .maxBodyBytes, .databaseConnections]
         for key in whole.map(\.rawValue).sorted() {
             guard let number = (object as? [String: Any])?[key] as? NSNumber, !(number is Bool) else { continue }
             let value = number.doubleValue
