@@ -53,8 +53,10 @@ struct HubFixture: Sendable {
 
 /// Runs `nodes` hub nodes (each with its own connection pool, as separate processes would
 /// have) on free loopback ports against the test database (or `database`), migrated, for `body`.
+/// The nodes log in as `nodeDatabase`'s role when given (the operator's handle migrates as `database`'s).
 func withHub<R: Sendable>(
-    nodes count: Int = 2, database: String? = nil, configure: (inout HubNode) -> Void = { _ in }, _ body: @Sendable (HubFixture) async throws -> R
+    nodes count: Int = 2, database: String? = nil, nodeDatabase: String? = nil, configure: (inout HubNode) -> Void = { _ in },
+    _ body: @Sendable (HubFixture) async throws -> R
 ) async throws -> R {
     let url = try #require(database ?? testDatabase)
     let logger = Logger(label: "chronicle.hub.tests")
@@ -64,7 +66,7 @@ func withHub<R: Sendable>(
     try await admin.migrate()
     let nodes = try (0..<count).map { _ in
         let registry = PrometheusCollectorRegistry()
-        var node = HubNode(database: try HubDatabase(url: url, logger: logger), logger: logger, registry: registry)
+        var node = HubNode(database: try HubDatabase(url: nodeDatabase ?? url, logger: logger), logger: logger, registry: registry)
         node.metricsText = { registry.emitToBuffer() }
         node.operatorEndpoint = .init(host: "127.0.0.1", port: 0)
         configure(&node)
