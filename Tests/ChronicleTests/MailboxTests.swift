@@ -105,6 +105,28 @@ struct MailboxTests {
         }
     }
 
+    /// A folder whose `mailbox.id` claims another peer's replica id (a store's, or a hub's
+    /// tenant) would share that peer's checkpoints: the second of the two is refused with what to
+    /// do, and the first still syncs. Two peers of one id and kind (two nodes of one hub) are fine.
+    @Test func aMailboxClaimingAnotherPeersIdIsRefused() async throws {
+        try await withTemporaryStores(3) { stores in
+            let (device, other, second) = (stores[0], stores[1], stores[2])
+            let folder = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data((try other.replicaInfo().replicaID.hex + "\n").utf8).write(to: folder.appendingPathComponent("mailbox.id"))
+            other[.note] = "from the store"
+            let replicator = Replicator(store: device, peers: [.store(other), .directory(folder)])
+            let error = await #expect(throws: ChronicleError.self) { try await replicator.sync() }
+            #expect("\(error.map { $0 } as Any)".contains("mailbox.id"), "\(String(describing: error))")
+            #expect(device[.note] == "from the store", "the first peer still synced")
+
+            let twice = Replicator(store: second, peers: [.store(other), .store(other)])
+            try await twice.sync()
+            #expect(second[.note] == "from the store")
+        }
+    }
+
     @Test func absurdNamesAndPruningStallNobody() async throws {
         try await withTemporaryStores(2) { stores in
             let (writer, reader) = (stores[0], stores[1])

@@ -60,6 +60,10 @@ public actor Replicator {
     private var observerID: Int?
     private var watchers: [Task<Void, Never>] = []
     private var failures: [Int: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
+    /// Per replica id a peer reported, the first peer that did and whether it was passive: two
+    /// peers of one id share checkpoints, which is right for two nodes of one hub and wrong for
+    /// a mailbox and a hub that claim one id.
+    private var peersByReplica: [ReplicaID: (peer: String, passive: Bool)] = [:]
 
     /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
     public init(store: Store, peers: [Peer], configuration: Configuration = .init()) {
@@ -117,6 +121,13 @@ public actor Replicator {
             }
             return report
         }
+        let passive = remote.writer == nil && !remote.keepsLog
+        if let first = peersByReplica[remote.replicaID], first.peer != peer.name, first.passive != passive {
+            throw ChronicleError.malformedInput(
+                "peers \(first.peer) and \(peer.name) claim one replica id \(remote.replicaID.short), one a mailbox and one not: "
+                    + "their checkpoints would mix (a folder copied from another peer?): remove the folder's mailbox.id to give it an id of its own")
+        }
+        if peersByReplica[remote.replicaID] == nil { peersByReplica[remote.replicaID] = (peer.name, passive) }
         let exchange = Exchange(peer: peer, remote: remote, local: local, filter: filter, source: "peer \(peer.name)")
         var state = try await pull(exchange, into: &report)
         await askForLostEvents(from: peer, source: exchange.source, into: &report)
