@@ -81,4 +81,16 @@ struct SweepScheduleTests {
         schedule.appended(Array(repeating: Self.prefix("c"), count: SweepSchedule.threshold))
         #expect(!schedule.isDue)
     }
+
+    /// Keys a pass left at their limit are named past it when written again, until a pass finds
+    /// them elsewhere: the hint that spares the next pass a walk of their history.
+    @Test func keysLeftAtTheirLimitAreHintedPastItUntilFoundOtherwise() {
+        var schedule = SweepSchedule()
+        let (a, b, c) = (Self.prefix("a"), Self.prefix("b"), Self.prefix("c"))
+        #expect(schedule.pastLimit([a, b]).isEmpty, "nothing found yet")
+        schedule.found(atLimit: [a, b], notAtLimit: [c])
+        #expect(schedule.pastLimit([a, c]) == [a])
+        schedule.found(atLimit: [], notAtLimit: [a])
+        #expect(schedule.pastLimit([a, b]) == [b])
+    }
 }

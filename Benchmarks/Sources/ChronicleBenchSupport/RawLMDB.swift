@@ -1,7 +1,7 @@
 internal import CGateLMDB
 
 /// An environment at `path` as the store opens its own (`MDB_NOTLS`, a 4 GiB map, 0600).
-private func openEnvironment(_ path: String, databases: Int) -> OpaquePointer? {
+func openEnvironment(_ path: String, databases: Int) -> OpaquePointer? {
     var env: OpaquePointer?
     mdb_env_create(&env)
     mdb_env_set_maxdbs(env, MDB_dbi(databases))
@@ -11,7 +11,7 @@ private func openEnvironment(_ path: String, databases: Int) -> OpaquePointer? {
 }
 
 /// Stores `value` under `key` in `dbi`, through LMDB's C API.
-private func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8], flags: Int32 = 0) {
+func rawPut(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8], flags: Int32 = 0) {
     var key = key
     var value = value
     key.withUnsafeMutableBytes { k in

@@ -1,4 +1,4 @@
-import Chronicle
+@_spi(Tools) import Chronicle
 import ChronicleBenchSupport
 import Foundation
 
@@ -45,6 +45,7 @@ func measureRatios(rounds: Int) throws -> [Ratio] {
     var durable = Ratio(id: "durable-set-vs-raw-put", what: "try store.set ÷ a durable mdb_put")
     var batch = Ratio(id: "batch-vs-layout-floor", what: "write { } of 1,000 sets ÷ raw LMDB doing their B-tree work")
     var read = Ratio(id: "typed-get-vs-mdb-get", what: "store[key] ÷ mdb_get")
+    var retained = Ratio(id: "past-retention-vs-floor", what: "write { } of 1,000 sets on keys past their retention, and its drops ÷ raw LMDB doing both")
     let store = try Store(directory: try directory("store"))
     let raw = RawLMDB(path: try directory("raw").path)
     let layout = EventLayoutLMDB(path: try directory("layout").path)
@@ -54,6 +55,21 @@ func measureRatios(rounds: Int) throws -> [Ratio] {
     try store.write { b in for (i, k) in keys.enumerated() { b[k] = i } }
     for i in 0..<64 { raw.put(key(i), value8) }
     var written = 0
+    // Keys past their retention: 1,000 keys kept to 100 revisions (the default), each written 101
+    // times first, so every later batch drops one record of each key. A round's time is the
+    // batch and its drops (the automatic compaction's pass, then a pass of its own that finds
+    // whatever the automatic one left), against raw LMDB writing the batch and dropping as much.
+    let deepKeys = (0..<1_000).map { Key<Int>("bench.deep\($0)", default: 0, sync: .automaticSmall) }
+    let deepStore = try Store(directory: try directory("deep"))
+    let deepLayout = RetentionLayoutLMDB(path: try directory("deep-layout").path, names: deepKeys.map { Array($0.name.utf8) }, keep: 100)
+    for revision in 0..<101 {
+        try deepStore.write { b in for (i, k) in deepKeys.enumerated() { b[k] = revision + i } }
+        deepLayout.write()
+    }
+    try deepStore.waitForAutomaticCompaction()
+    _ = try deepStore.applyRetention()
+    deepLayout.drop()
+    var deepWritten = 101
     for round in 0..<rounds {
         let base = round * 1_000
         durable.ours.append(try measure("set", count: 200, warmup: 5) { i in try store.set(base + i, for: keys[i % 64]) }.nanosecondsPerOperation)
@@ -65,8 +81,26 @@ func measureRatios(rounds: Int) throws -> [Ratio] {
         batch.peer.append(measure("layout batch", count: 4) { _ in layout.commit(batchNames) }.nanosecondsPerOperation)
         read.ours.append(measure("store[key]", count: 200_000) { i in _ = store[keys[i & 63]] }.nanosecondsPerOperation)
         read.peer.append(measure("mdb_get", count: 200_000) { i in _ = raw.get(key(i & 63)) }.nanosecondsPerOperation)
+        retained.ours.append(try measure("batch past retention", count: 3) { index in
+            try deepStore.write { b in for (i, k) in deepKeys.enumerated() { b[k] = deepWritten + index + i } }
+            try deepStore.waitForAutomaticCompaction()
+            _ = try deepStore.applyRetention()
+        }.nanosecondsPerOperation)
+        deepWritten += 3
+        retained.peer.append(measure("layout batch and drops", count: 3) { _ in
+            deepLayout.write()
+            deepLayout.drop()
+        }.nanosecondsPerOperation)
     }
-    return [durable, batch, read]
+    // The sweep kept up: every key holds its 100 newest revisions, no more.
+    let kept = try deepStore.history(of: deepKeys[0]).count
+    guard kept == 100 else { throw GateFailure(description: "a key past its retention holds \(kept) revisions, not 100: the sweep did not keep up") }
+    return [durable, batch, read, retained]
+}
+
+/// A run that cannot measure what it promises.
+struct GateFailure: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// The thresholds file: for each ratio id, the typical value the README reports and the threshold.

@@ -128,6 +128,13 @@ extension Store {
         return try mappingErrors { try eventLog.sweeper.applyRetention() }
     }
 
+    /// Waits until no pass of the automatic compaction runs (for benchmarks that measure a write
+    /// together with the drops it causes, and tools that need the sweep idle).
+    @_spi(Tools) public func waitForAutomaticCompaction() throws(ChronicleError) {
+        let eventLog = try settledEventLog
+        eventLog.sweeper.waitForPasses()
+    }
+
     /// Shrinks a store's data file to the pages in use: a compacting copy
     /// (`mdb_env_copy2`), then an atomic rename over the old file. Every key and sequence stays
     /// as it was; the bytes of what purges and retention dropped are not in the new file.

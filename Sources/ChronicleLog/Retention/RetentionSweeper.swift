@@ -228,11 +228,13 @@ extension RetentionSweeper {
                 cursor = batch.last
             }
             if batch.isEmpty { return (dropped, []) }
-            var step = try sweepStep(batch)
+            // Keys written since the last pass that it left at their limit are past it now.
+            let hinted = work == .everyKey ? [] : log.retention.schedule.withLock { $0.pastLimit(batch) }
+            var step = try sweepStep(batch, pastLimit: hinted)
             dropped += step.dropped
             // A key with more to drop than one step's budget: again, in steps, until it is done.
             while step.open, !step.unfinished.isEmpty {
-                step = try sweepStep(step.unfinished)
+                step = try sweepStep(step.unfinished, pastLimit: [])
                 dropped += step.dropped
             }
             guard step.open else { return (dropped, batch) }
@@ -241,16 +243,26 @@ extension RetentionSweeper {
 
     /// One step over `prefixes`: finds what they drop in a read transaction, then drops it in a
     /// write transaction (deciding again there). `open` is false once the log is closing.
-    private func sweepStep(_ prefixes: [[UInt8]]) throws -> (open: Bool, dropped: Int, unfinished: [[UInt8]]) {
+    /// - Parameter pastLimit: prefixes known to be past their limit (``SweepSchedule/pastLimit(_:)``):
+    ///   they go to the write transaction without a walk of their history in the read one.
+    private func sweepStep(_ prefixes: [[UInt8]], pastLimit: Set<[UInt8]>) throws -> (open: Bool, dropped: Int, unfinished: [[UInt8]]) {
+        var atLimit: [[UInt8]] = []
+        var notAtLimit: [[UInt8]] = []
         let candidates = try environment.read { txn -> [[UInt8]] in
             guard try txn.count(dbs.legacyHistory) == 0 else { return [] }  // the next write reindexes first
             return try prefixes.filter { prefix in
+                if pastLimit.contains(prefix) { return true }
                 guard let key = Self.key(ofPrefix: prefix), let keep = try retention(ofPrefix: prefix, txn).keptRevisions else { return false }
-                return try log.historyIndex.historySequences(key.domain, key.name, txn).count > keep
+                let count = try log.historyIndex.historySequences(key.domain, key.name, txn).count
+                if count == keep { atLimit.append(prefix) } else if count < keep { notAtLimit.append(prefix) }
+                return count > keep
             }
         }
         guard !log.retention.schedule.withLock({ $0.stopped }) else { return (false, 0, []) }
-        guard !candidates.isEmpty else { return (true, 0, []) }
+        guard !candidates.isEmpty else {
+            log.retention.schedule.withLock { $0.found(atLimit: atLimit, notAtLimit: notAtLimit) }
+            return (true, 0, [])
+        }
         let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
@@ -263,7 +275,10 @@ extension RetentionSweeper {
                 }
                 let sequences = try log.historyIndex.historySequences(key.domain, key.name, txn)
                 let retention = try retention(ofPrefix: prefix, txn)
-                guard let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn) else { continue }
+                let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn)
+                let kept = sequences.count - (plan?.dropped.count ?? 0)
+                if kept == retention.keptRevisions { atLimit.append(prefix) } else { notAtLimit.append(prefix) }
+                guard let plan else { continue }
                 try log.gaps.drop(plan, txn, &head, identities: &identities)
                 budget -= plan.dropped.count
                 if plan.unfinished { unfinished.append(prefix) }
@@ -271,6 +286,7 @@ extension RetentionSweeper {
             try log.gaps.recordDropped(identities, txn)
             return (Self.maxDropsPerStep - budget, unfinished)
         }
+        log.retention.schedule.withLock { $0.found(atLimit: atLimit, notAtLimit: notAtLimit) }
         return (true, dropped, unfinished)
     }
 
@@ -286,6 +302,11 @@ extension RetentionSweeper {
     /// the file right after must not find it open).
     package func stopSweeping() {
         log.retention.schedule.withLock { $0.stop() }
+        log.retention.passes.wait()
+    }
+
+    /// Returns once no pass of the automatic compaction runs.
+    package func waitForPasses() {
         log.retention.passes.wait()
     }
 

@@ -29,6 +29,11 @@ package struct SweepSchedule: Sendable {
     package private(set) var running = false
     /// Whether the log is closing: no pass starts, and a running one ends at its next step.
     package private(set) var stopped = false
+    /// Keys a pass left holding exactly the revisions they keep: once written again, each is past
+    /// its retention, so the next pass over the keys written since drops without first walking
+    /// the key's history to find out. A hint only: a wrong one costs the walk the drop makes
+    /// anyway, never a record (the drop decides again in its write transaction).
+    private var atLimit: Set<[UInt8]> = []
 
     package init(everyKey: Bool = false) { self.everyKey = everyKey }
 
@@ -74,6 +79,18 @@ package struct SweepSchedule: Sendable {
         }
         if everyKey { return .everyKey }
         return .keys(dirty)
+    }
+
+    /// Of `prefixes`, written since the last pass, those that pass left at their limit (past it now).
+    package func pastLimit(_ prefixes: [[UInt8]]) -> Set<[UInt8]> {
+        guard !atLimit.isEmpty else { return [] }
+        return Set(prefixes.filter { atLimit.contains($0) })
+    }
+
+    /// What a pass found: keys now holding exactly what they keep, and keys that do not.
+    package mutating func found(atLimit reached: [[UInt8]], notAtLimit others: [[UInt8]]) {
+        for prefix in others { atLimit.remove(prefix) }
+        for prefix in reached where atLimit.count < Self.maxDirtyKeys { atLimit.insert(prefix) }
     }
 
     /// The pass ended; `unfinished` are keys it could not finish (looked at again by the next pass).
