@@ -169,6 +169,9 @@ import Testing
         restored.pushCheckpointRead(checkpoint)
         #expect(restored.pushStart(checkpoint: checkpoint, localChainMatches: true) == 12, "only what the hub lacks")
         #expect(restored.pushStart(checkpoint: checkpoint, localChainMatches: false) == 0, "our own log changed")
+        #expect(
+            restored.pushStart(checkpoint: checkpoint, localChainMatches: true, localChainMatchesMark: false) == 0,
+            "our log under the mark is not the one pushed there (restored from our own backup)")
         #expect(restored.probePosition(for: checkpoint) == nil)
         #expect(!restored.marksRemoteAfterPush(pushedAny: true, filter: .syncable))
         #expect(restored.skipping == [31...33])

@@ -121,9 +121,18 @@ struct MailboxTests {
             #expect("\(error.map { $0 } as Any)".contains("mailbox.id"), "\(String(describing: error))")
             #expect(device[.note] == "from the store", "the first peer still synced")
 
+            // The folder listed first: the mailbox is still the one refused, from the round that
+            // finds the claim on, and the store still syncs.
+            let reversed = Replicator(store: second, peers: [.directory(folder), .store(other)])
+            try await reversed.sync()
+            other[.note] = "later"
+            let again = await #expect(throws: ChronicleError.self) { try await reversed.sync() }
+            #expect("\(again.map { $0 } as Any)".contains("mailbox.id"))
+            #expect(second[.note] == "later")
+
             let twice = Replicator(store: second, peers: [.store(other), .store(other)])
             try await twice.sync()
-            #expect(second[.note] == "from the store")
+            #expect(second[.note] == "later")
         }
     }
 

@@ -156,12 +156,13 @@ struct ExchangeState: Sendable {
     }
 
     /// Where the push starts: 0 when our own log under the checkpoint changed
-    /// (`localChainMatches` false); the peer's push mark when it is before the checkpoint (the
-    /// peer lost what was pushed after it: only that goes again); 0 when the remote went back and
-    /// keeps no marks; else the checkpoint.
-    func pushStart(checkpoint: CheckpointValue, localChainMatches: Bool) -> UInt64 {
+    /// (`localChainMatches` false) or under the peer's push mark (`localChainMatchesMark` false:
+    /// this store was restored from its own backup and wrote again under old sequences); the
+    /// peer's push mark when it is before the checkpoint (the peer lost what was pushed after it:
+    /// only that goes again); 0 when the remote went back and keeps no marks; else the checkpoint.
+    func pushStart(checkpoint: CheckpointValue, localChainMatches: Bool, localChainMatchesMark: Bool = true) -> UInt64 {
         if checkpoint.chain != nil, checkpoint.sequence > 0, !localChainMatches { return 0 }
-        if let pushMark { return min(pushMark, checkpoint.sequence) }
+        if let pushMark { return localChainMatchesMark ? min(pushMark, checkpoint.sequence) : 0 }
         if remoteWentBack { return 0 }
         return checkpoint.sequence
     }

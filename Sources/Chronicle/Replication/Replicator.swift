@@ -64,6 +64,9 @@ public actor Replicator {
     /// peers of one id share checkpoints, which is right for two nodes of one hub and wrong for
     /// a mailbox and a hub that claim one id.
     private var peersByReplica: [ReplicaID: (peer: String, passive: Bool)] = [:]
+    /// Mailboxes found claiming an active peer's replica id: refused from then on, whichever
+    /// peer came first.
+    private var refusedMailboxes: Set<String> = []
 
     /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
     public init(store: Store, peers: [Peer], configuration: Configuration = .init()) {
@@ -123,11 +126,18 @@ public actor Replicator {
         }
         let passive = remote.writer == nil && !remote.keepsLog
         if let first = peersByReplica[remote.replicaID], first.peer != peer.name, first.passive != passive {
-            throw ChronicleError.malformedInput(
-                "peers \(first.peer) and \(peer.name) claim one replica id \(remote.replicaID.short), one a mailbox and one not: "
-                    + "their checkpoints would mix (a folder copied from another peer?): remove the folder's mailbox.id to give it an id of its own")
+            // The mailbox is the one refused (anyone who can write the folder can set its id),
+            // whichever of the two came first.
+            let mailbox = passive ? peer.name : first.peer
+            refusedMailboxes.insert(mailbox)
+            if !passive { peersByReplica[remote.replicaID] = (peer.name, false) }
         }
         if peersByReplica[remote.replicaID] == nil { peersByReplica[remote.replicaID] = (peer.name, passive) }
+        if refusedMailboxes.contains(peer.name) {
+            throw ChronicleError.malformedInput(
+                "the mailbox \(peer.name) claims the replica id \(remote.replicaID.short) of another peer: their checkpoints would mix "
+                    + "(a folder copied from another peer?): remove the folder's mailbox.id to give it an id of its own")
+        }
         let exchange = Exchange(peer: peer, remote: remote, local: local, filter: filter, source: "peer \(peer.name)")
         var state = try await pull(exchange, into: &report)
         await askForLostEvents(from: peer, source: exchange.source, into: &report)
@@ -192,7 +202,8 @@ public actor Replicator {
         // gone back since (a relay restored from a backup), what we pushed may be lost: push again.
         // A peer that keeps push marks (the hub) says how far it holds what this log pushed with
         // this filter: behind the checkpoint, it lost the rest (restored), and only that goes again.
-        state.pushMarkRead(exchange.remote.pushMark(of: exchange.local.replicaID, epoch: exchange.local.epoch, filter: filter))
+        let pushMark = exchange.remote.pushMarkWithChain(of: exchange.local.replicaID, epoch: exchange.local.epoch, filter: filter)
+        state.pushMarkRead(pushMark?.upTo)
         state.pushCheckpointRead(pushCheckpoint)
         if let position = state.probePosition(for: pushCheckpoint) {
             let probe = try EventRange(decoding: Array(try await peer.transport.pull(after: position, filter: filter, excludingOrigin: nil, maxEvents: 1)))
@@ -210,9 +221,17 @@ public actor Replicator {
             // Our own log under the checkpoint changed (compacted, restored): push from the start.
             let chain = pushCheckpoint.sequence > 0 ? pushCheckpoint.chain : nil
             let matches = try chain.map { try log.chainMatches(at: pushCheckpoint.sequence, $0) } ?? true
-            return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches)
+            // Our log under the peer's push mark is not the one pushed there (this store was
+            // restored from its own backup and wrote again): push from the start.
+            var matchesMark = true
+            if let pushMark, pushMark.upTo > 0, let markChain = pushMark.chain { matchesMark = try log.chainMatches(at: pushMark.upTo, markChain) }
+            return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches, localChainMatchesMark: matchesMark)
         }
         var pushedAny = false
+        // Where the peer's push mark stands: a range past it that carries nothing (all of it
+        // pulled from this peer, or left out) is pushed anyway, so the mark covers it and the
+        // next exchange does not push back what this one pulled.
+        var markedThrough = decided.pushMark
         let (batchEvents, batchBytes, excluded) = (configuration.batchEvents, configuration.batchBytes, exchange.remote.writer)
         while true {
             try Task.checkCancellation()
@@ -220,16 +239,27 @@ public actor Replicator {
             let range = try await BlockingWork.run {
                 try log.export(after: after, filter: filter, excluding: excluded, maxEvents: batchEvents, maxBytes: batchBytes, skipping: decided.skipping)
             }
-            if !range.events.isEmpty || !range.opaque.isEmpty {
-                pushedAny = true
-                report.pushed.add(try await peer.transport.push(Data(range.encoded()), filter: filter))
-                report.sent += range.events.count + range.opaque.count
-                report.batches += 1
-                configuration.progress?(peer.name, report.pulled.received + report.sent)
+            let carries = !range.events.isEmpty || !range.opaque.isEmpty
+            if carries || markedThrough.map({ range.upTo > $0 }) == true {
+                let receipt = try await peer.transport.push(Data(range.encoded()), filter: filter)
+                if markedThrough != nil { markedThrough = range.upTo }
+                if carries {
+                    pushedAny = true
+                    report.pushed.add(receipt)
+                    report.sent += range.events.count + range.opaque.count
+                    report.batches += 1
+                    configuration.progress?(peer.name, report.pulled.received + report.sent)
+                }
             }
             if range.upTo > sent {
-                let value = CheckpointValue(sequence: range.upTo, chain: range.upToChain)
-                try await BlockingWork.run { try log.setCheckpoint(pushKey, to: value) }
+                // The remote's mark (its head, or a mailbox's file) stays: a restore between two
+                // batches is still noticed by it.
+                try await BlockingWork.run {
+                    try log.updateCheckpoint(pushKey) { value in
+                        value.sequence = range.upTo
+                        value.chain = range.upToChain
+                    }
+                }
             }
             if range.reachesHead || range.upTo <= sent { break }
             sent = range.upTo

@@ -41,6 +41,8 @@ import ChronicleSodium
     @_spi(Wire) public var epoch: [UInt8]
     @_spi(Wire) public var after: UInt64
     @_spi(Wire) public var upTo: UInt64
+    /// The source log's chain hash at `upTo` (32 zero bytes from a range of version 1).
+    @_spi(Wire) public var upToChain: [UInt8]
     @_spi(Wire) public var keys: [Key] = []
     @_spi(Wire) public var events: [Event] = []
 
@@ -56,6 +58,7 @@ import ChronicleSodium
         epoch = checked.epoch.bytes
         after = checked.after
         upTo = checked.upTo
+        upToChain = checked.upToChain
         do {
             var reader = ByteReader(Array(bytes[..<(bytes.count - 32)]))
             _ = try reader.raw(EventRange.magic.count)

@@ -51,8 +51,16 @@ public struct ReplicaInfo: Sendable, Equatable, Codable {
     /// `filter` admits that the asking device pushed: `nil` when the replica keeps no marks, 0
     /// when it keeps none for that log and filter.
     public func pushMark(of replica: ReplicaID, epoch: LogEpoch, filter: RangeFilter) -> UInt64? {
+        pushMarkWithChain(of: replica, epoch: epoch, filter: filter)?.upTo
+    }
+
+    /// ``pushMark(of:epoch:filter:)`` with the pushing log's chain hash there, when the replica
+    /// says it: a pusher whose own log has another hash there (restored from its own backup,
+    /// written again under old sequences) pushes from 0.
+    public func pushMarkWithChain(of replica: ReplicaID, epoch: LogEpoch, filter: RangeFilter) -> (upTo: UInt64, chain: [UInt8]?)? {
         guard let pushMarks else { return nil }
-        return pushMarks.first { $0.source == replica && $0.epoch == epoch && $0.filter == filter }?.upTo ?? 0
+        guard let mark = pushMarks.first(where: { $0.source == replica && $0.epoch == epoch && $0.filter == filter }) else { return (0, nil) }
+        return (mark.upTo, mark.chain)
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -84,17 +92,20 @@ public struct PushMark: Sendable, Equatable, Codable {
     public var filter: RangeFilter
     /// The sequence up to which the replica holds what those pushes carried, without a gap.
     public var upTo: UInt64
+    /// The pushing log's chain hash at `upTo`, as the push that moved the mark there said.
+    public var chain: [UInt8]?
 
     /// Creates a mark.
-    public init(source: ReplicaID, epoch: LogEpoch, filter: RangeFilter, upTo: UInt64) {
+    public init(source: ReplicaID, epoch: LogEpoch, filter: RangeFilter, upTo: UInt64, chain: [UInt8]? = nil) {
         self.source = source
         self.epoch = epoch
         self.filter = filter
         self.upTo = upTo
+        self.chain = chain
     }
 
     private enum CodingKeys: String, CodingKey {
-        case source, epoch, filter, upTo
+        case source, epoch, filter, upTo, chain
     }
 
     /// Decodes a mark; its filter is written as the `filter` of a range request (`syncable`, `small:BYTES`).
@@ -108,6 +119,7 @@ public struct PushMark: Sendable, Equatable, Codable {
         }
         self.filter = filter
         upTo = try container.decode(UInt64.self, forKey: .upTo)
+        chain = try container.decodeIfPresent(String.self, forKey: .chain).flatMap { [UInt8](hexString: $0) }
     }
 
     /// Encodes a mark, its filter as text.
@@ -117,5 +129,6 @@ public struct PushMark: Sendable, Equatable, Codable {
         try container.encode(epoch, forKey: .epoch)
         try container.encode(WireFormat.text(filter), forKey: .filter)
         try container.encode(upTo, forKey: .upTo)
+        try container.encodeIfPresent(chain?.hexString, forKey: .chain)
     }
 }

@@ -57,7 +57,9 @@
         head = info.head
         writer = info.writer?.hex
         keepsLog = info.keepsLog ? true : nil
-        pushMarks = info.pushMarks?.map { WirePushMark(source: $0.source.hex, epoch: $0.epoch.hex, filter: WireFormat.text($0.filter), upTo: $0.upTo) }
+        pushMarks = info.pushMarks?.map {
+            WirePushMark(source: $0.source.hex, epoch: $0.epoch.hex, filter: WireFormat.text($0.filter), upTo: $0.upTo, upToChain: $0.chain?.hexString)
+        }
     }
 
     /// A relay's info (the hub's): its id and epoch as 16 bytes each, no writer, and a log whose
@@ -72,8 +74,9 @@
         self.pushMarks = pushMarks
     }
 
-    /// The most push marks an info may carry (a hub keeps at most ``maxPushMarks`` per device).
-    @_spi(Wire) public static let maxPushMarks = 16
+    /// The most push marks a hub keeps per device and names in an info; a reader reads this many
+    /// and ignores the rest.
+    @_spi(Wire) public static let maxPushMarks = 32
 
     @_spi(Wire) public func info() throws(ChronicleError) -> ReplicaInfo {
         guard let id = ReplicaID(hex: replicaID), let epoch = LogEpoch(hex: epoch) else {
@@ -84,14 +87,15 @@
             guard let id = ReplicaID(hex: writer) else { throw .malformedInput("the peer's writer id is malformed") }
             writerID = id
         }
-        var marks: [PushMark]?
-        if let pushMarks {
-            guard pushMarks.count <= Self.maxPushMarks else { throw .malformedInput("the peer's info names \(pushMarks.count) push marks, over \(Self.maxPushMarks)") }
-            marks = try pushMarks.map { mark throws(ChronicleError) in
+        // Marks it cannot read (a filter of a later version, a malformed id) or past the first
+        // `maxPushMarks` are left out: a missing mark only makes this device push from 0.
+        let marks: [PushMark]? = pushMarks.map { wire in
+            wire.prefix(Self.maxPushMarks).compactMap { mark in
                 guard let source = ReplicaID(hex: mark.source), let epoch = LogEpoch(hex: mark.epoch), let filter = WireFormat.filter(mark.filter) else {
-                    throw .malformedInput("the peer's push mark is malformed")
+                    return nil
                 }
-                return PushMark(source: source, epoch: epoch, filter: filter, upTo: mark.upTo)
+                let chain = mark.upToChain.flatMap { [UInt8](hexString: $0) }.flatMap { $0.count == LogRecord.hashLength ? $0 : nil }
+                return PushMark(source: source, epoch: epoch, filter: filter, upTo: mark.upTo, chain: chain)
             }
         }
         return ReplicaInfo(
@@ -105,16 +109,19 @@
     @_spi(Wire) public var epoch: String
     @_spi(Wire) public var filter: String
     @_spi(Wire) public var upTo: UInt64
+    /// The pushing log's chain hash at `upTo`, in hex (absent when the push did not say).
+    @_spi(Wire) public var upToChain: String?
 
-    @_spi(Wire) public init(source: String, epoch: String, filter: String, upTo: UInt64) {
+    @_spi(Wire) public init(source: String, epoch: String, filter: String, upTo: UInt64, upToChain: String? = nil) {
         self.source = source
         self.epoch = epoch
         self.filter = filter
         self.upTo = upTo
+        self.upToChain = upToChain
     }
 
-    /// A hub's mark: the pushing log's id and epoch as 16 bytes each.
-    @_spi(Wire) public init(source: [UInt8], epoch: [UInt8], filter: String, upTo: UInt64) {
-        self.init(source: source.hexString, epoch: epoch.hexString, filter: filter, upTo: upTo)
+    /// A hub's mark: the pushing log's id and epoch as 16 bytes each, its chain hash as 32.
+    @_spi(Wire) public init(source: [UInt8], epoch: [UInt8], filter: String, upTo: UInt64, upToChain: [UInt8]?) {
+        self.init(source: source.hexString, epoch: epoch.hexString, filter: filter, upTo: upTo, upToChain: upToChain?.hexString)
     }
 }

@@ -12,22 +12,29 @@ extension HubDatabase {
         let hash = ByteBuffer(bytes: device.tokenHash)
         let rows = try await client.query(
             """
-            SELECT t.relay_id, t.epoch, t.head, m.sources, m.epochs, m.filters, m.up_tos
+            SELECT t.relay_id, t.epoch, t.head, m.sources, m.epochs, m.filters, m.up_tos, m.chains
             FROM tenants t JOIN devices d ON d.tenant_id = t.id AND d.token_hash = \(hash)
             LEFT JOIN LATERAL (
-                SELECT array_agg(source) AS sources, array_agg(epoch) AS epochs, array_agg(filter) AS filters, array_agg(up_to) AS up_tos
+                SELECT array_agg(source) AS sources, array_agg(epoch) AS epochs, array_agg(filter) AS filters, array_agg(up_to) AS up_tos,
+                    array_agg(COALESCE(up_to_chain, ''::bytea)) AS chains
                 FROM (
-                    SELECT source, epoch, filter, up_to FROM push_marks p WHERE p.tenant_id = t.id AND p.device = d.name
+                    SELECT source, epoch, filter, up_to, up_to_chain FROM push_marks p WHERE p.tenant_id = t.id AND p.device = d.name
                     ORDER BY moved DESC LIMIT \(PushMarks.maxPerDevice)
                 ) newest
             ) m ON true
             WHERE t.id = \(device.tenant)
             """, logger: logger)
-        for try await (relay, epoch, head, sources, epochs, filters, upTos) in rows.decode(
-            (ByteBuffer, ByteBuffer, Int64, [ByteBuffer]?, [ByteBuffer]?, [String]?, [Int64]?).self)
+        for try await (relay, epoch, head, sources, epochs, filters, upTos, chains) in rows.decode(
+            (ByteBuffer, ByteBuffer, Int64, [ByteBuffer]?, [ByteBuffer]?, [String]?, [Int64]?, [ByteBuffer]?).self)
         {
-            let marks = zip(zip(sources ?? [], epochs ?? []), zip(filters ?? [], upTos ?? [])).map { ids, mark in
-                WirePushMark(source: Array(buffer: ids.0), epoch: Array(buffer: ids.1), filter: mark.0, upTo: UInt64(max(0, mark.1)))
+            let (sources, epochs, filters, upTos, chains) = (sources ?? [], epochs ?? [], filters ?? [], upTos ?? [], chains ?? [])
+            let marks = sources.indices.compactMap { index -> WirePushMark? in
+                // The array aggregates of one row have one entry per mark, in the same order.
+                guard [epochs.count, filters.count, upTos.count, chains.count].allSatisfy({ $0 > index }) else { return nil }
+                let chain = Array(buffer: chains[index])
+                return WirePushMark(
+                    source: Array(buffer: sources[index]), epoch: Array(buffer: epochs[index]), filter: filters[index],
+                    upTo: UInt64(max(0, upTos[index])), upToChain: chain.isEmpty ? nil : chain)
             }
             return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head), pushMarks: marks)
         }

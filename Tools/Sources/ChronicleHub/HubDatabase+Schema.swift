@@ -143,7 +143,10 @@ extension HubDatabase {
                     epoch bytea NOT NULL,
                     filter text NOT NULL,
                     up_to bigint NOT NULL,
+                    up_to_chain bytea,
                     pushed_after bigint NOT NULL,
+                    pushed_up_to bigint NOT NULL,
+                    pushed_chain bytea NOT NULL,
                     moved bigint NOT NULL DEFAULT nextval('push_mark_moves'),
                     PRIMARY KEY (tenant_id, device, source, epoch, filter),
                     FOREIGN KEY (tenant_id, device) REFERENCES devices (tenant_id, name) ON DELETE CASCADE)

@@ -39,34 +39,65 @@ struct HubPushMarkTests {
                 #expect(try await mark(transport, of: store) == 10, "a push from before the mark fills the gap")
 
                 #expect(try await mark(transport, of: store, filter: .automaticSmall(maxPayload: 4096)) == 0, "another filter, another mark")
+                _ = try await transport.push(try store.exportRange(after: 3, maxEvents: 2), filter: .automaticSmall(maxPayload: 4096))
+                #expect(
+                    try await mark(transport, of: store, filter: .automaticSmall(maxPayload: 4096)) == 0,
+                    "a first push that does not start at 0 proves nothing before it")
                 _ = try await transport.push(try store.exportRange(after: 0, maxEvents: 10))
                 #expect(try await mark(transport, of: store, filter: .automaticSmall(maxPayload: 4096)) == 0, "a push that names no filter moves no mark")
             }
         }
     }
 
-    /// A token holder naming many logs keeps at most 16 marks, its newest: it cannot grow the
-    /// hub's table, and it evicts only its own device's marks.
-    @Test func aDeviceKeepsAtMostItsNewestSixteenMarks() async throws {
+    /// A device that pulls and has nothing of its own to push still moves its mark over what it
+    /// pulled (an empty push), so its next sync pushes nothing back: no duplicate bodies, and no
+    /// vouching for other devices' revisions (which would make it keep them in retention).
+    @Test func whatADevicePulledIsNotPushedBack() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let (writerToken, readerToken) = (try await hub.token(tenant, "writer"), try await hub.token(tenant, "reader"))
+            try await withTemporaryStores(2) { stores in
+                let (writer, reader) = (stores[0], stores[1])
+                for round in 0..<2 {
+                    for index in 0..<5 { try writer.set(round, for: Key<Int>("pulled.\(index)", default: -1, sync: .manual)) }
+                    try await Replicator(store: writer, peers: [hub.peer(node: 0, token: writerToken)]).sync()
+                    let pulling = try await Replicator(store: reader, peers: [hub.peer(node: 0, token: readerToken)]).sync()
+                    #expect(pulling.sent == 0 && pulling.peers.first?.pulled.applied == 5)
+                    let idle = try await Replicator(store: reader, peers: [hub.peer(node: 0, token: readerToken)]).sync()
+                    #expect(idle.sent == 0, "round \(round): the reader pushed back \(idle.sent) events it had pulled")
+                }
+                let id = try await hub.tenantID(tenant)
+                let rows = try await hub.admin.client.query("SELECT count(*) FROM events WHERE tenant_id = \(id) AND cardinality(also_pushed_by) > 0")
+                for try await vouched in rows.decode(Int64.self) { #expect(vouched == 0) }
+            }
+        }
+    }
+
+    /// A token holder naming many logs keeps at most `PushMarks.maxPerDevice` marks, its
+    /// newest: it cannot grow the hub's table, and it evicts only its own device's marks. A log's
+    /// mark of an older epoch goes first.
+    @Test func aDeviceKeepsAtMostItsNewestMarks() async throws {
+        let cap = PushMarks.maxPerDevice
         try await withHub(nodes: 1) { hub in
             let tenant = try await hub.tenant()
             let transport = HTTPTransport(baseURL: hub.urls[0], token: try await hub.token(tenant, "carrier"))
             let neighbour = HTTPTransport(baseURL: hub.urls[0], token: try await hub.token(tenant, "neighbour"))
-            try await withTemporaryStores(21) { stores in
-                try stores[20].set(1, for: Key<Int>("mark.neighbour", default: 0, sync: .manual))
-                _ = try await neighbour.push(try stores[20].exportRange(after: 0), filter: .syncable)
-                for (index, store) in stores.prefix(20).enumerated() {
+            try await withTemporaryStores(cap + 5) { stores in
+                let other = stores[cap + 4]
+                try other.set(1, for: Key<Int>("mark.neighbour", default: 0, sync: .manual))
+                _ = try await neighbour.push(try other.exportRange(after: 0), filter: .syncable)
+                for (index, store) in stores.prefix(cap + 4).enumerated() {
                     try store.set(index, for: Key<Int>("mark.many", default: -1, sync: .manual))
                     _ = try await transport.push(try store.exportRange(after: 0), filter: .syncable)
                 }
                 let marks = try #require(try await transport.info().pushMarks)
-                #expect(marks.count == 16)
-                #expect(try await mark(transport, of: stores[19]) == 1, "the newest are kept")
+                #expect(marks.count == cap)
+                #expect(try await mark(transport, of: stores[cap + 3]) == 1, "the newest are kept")
                 #expect(try await mark(transport, of: stores[0]) == 0, "the oldest are evicted")
-                #expect(try await mark(neighbour, of: stores[20]) == 1, "another device's marks stay")
+                #expect(try await mark(neighbour, of: other) == 1, "another device's marks stay")
                 let id = try await hub.tenantID(tenant)
                 let rows = try await hub.admin.client.query("SELECT count(*) FROM push_marks WHERE tenant_id = \(id)")
-                for try await count in rows.decode(Int64.self) { #expect(count == 17) }
+                for try await count in rows.decode(Int64.self) { #expect(count == Int64(cap + 1)) }
             }
         }
     }

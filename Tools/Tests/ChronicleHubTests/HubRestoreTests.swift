@@ -1,5 +1,6 @@
 @_spi(Wire) @testable import Chronicle
 @testable import ChronicleHub
+import ChronicleHTTP
 import ChronicleTesting
 import Foundation
 import Subprocess
@@ -164,6 +165,95 @@ struct HubRestoreTests {
                     #expect(newcomer[Key<Int>("hub.restore.before.19", default: -1, sync: .manual)] == 19)
                     let again = try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
                     #expect(again.sent == 0)
+                }
+            }
+        }
+    }
+
+    /// A push in flight across a restore: the device read its mark before the restore, and its
+    /// push (not from 0) reaches a hub restored to before it had any mark for the device. That
+    /// push proves nothing about what came before it, so the device's next sync pushes from 0.
+    @Test func aPushInFlightAcrossARestoreLosesNothing() async throws {
+        try await withEmptyDatabase { url in
+            let directory = temporaryDirectory()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await withTemporaryStores(2) { stores in
+                let (writer, newcomer) = (stores[0], stores[1])
+                let keys = (1...10).map { Key<Int>("hub.inflight.\($0)", default: 0, sync: .manual) }
+                var issued: [String] = []
+                try await Self.dumped(url, in: directory) {
+                    issued = try await withHub(nodes: 1, database: url) { hub in
+                        let tenant = try await hub.tenant()
+                        return [try await hub.token(tenant, "writer"), try await hub.token(tenant, "newcomer")]
+                    }
+                } after: {
+                    let tokens = issued
+                    try await withHub(nodes: 1, database: url) { hub in
+                        for key in keys.prefix(5) { try writer.set(1, for: key) }
+                        try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    }
+                }
+                let tokens = issued
+                try await withHub(nodes: 1, database: url) { hub in
+                    // The push the writer had in flight: the rest of its log, after its checkpoint.
+                    for key in keys.suffix(5) { try writer.set(1, for: key) }
+                    _ = try await HTTPTransport(baseURL: hub.urls[0], token: tokens[0]).push(try writer.exportRange(after: 5), filter: .syncable)
+                    try await Replicator(store: writer, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    try await Replicator(store: newcomer, peers: [hub.peer(node: 0, token: tokens[1])]).sync()
+                    for key in keys { #expect(newcomer[key] == 1, "\(key.name)") }
+                }
+            }
+        }
+    }
+
+    /// A device restored from its own backup writes again under sequences it had pushed, and then
+    /// the hub is restored to a point whose mark covers the old records there: the mark's chain
+    /// hash is not the device's, so it pushes from 0 and nothing it wrote since is lost.
+    @Test func aDeviceRestoredFromItsOwnBackupThenARestoredHubLosesNothing() async throws {
+        try await withEmptyDatabase { url in
+            let directory = temporaryDirectory()
+            let device = temporaryDirectory()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { for item in [directory, device] { try? FileManager.default.removeItem(at: item) } }
+            try await withTemporaryStores(1) { stores in
+                let newcomer = stores[0]
+                let written = (6...12).map { Key<Int>("hub.rewritten.\($0)", default: 0, sync: .manual) }
+                var issued: [String] = []
+                var backup = Data()
+                try await Self.dumped(url, in: directory) {
+                    issued = try await withHub(nodes: 1, database: url) { hub in
+                        let tenant = try await hub.tenant()
+                        return [try await hub.token(tenant, "device"), try await hub.token(tenant, "newcomer")]
+                    }
+                    let tokens = issued
+                    let first = try Store(directory: device)
+                    for index in 1...5 { try first.set(index, for: Key<Int>("hub.original.\(index)", default: 0, sync: .manual)) }
+                    backup = try Data(contentsOf: device.appendingPathComponent("data.mdb"))
+                    for index in 6...10 { try first.set(index, for: Key<Int>("hub.original.\(index)", default: 0, sync: .manual)) }
+                    try await withHub(nodes: 1, database: url) { hub in
+                        _ = try await Replicator(store: first, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    }
+                } after: {
+                    // The device goes back to its own backup (the store above is closed), writes
+                    // again under sequences 6…12, and pushes them.
+                    let handle = try FileHandle(forWritingTo: device.appendingPathComponent("data.mdb"))
+                    try handle.truncate(atOffset: 0)
+                    try handle.write(contentsOf: backup)
+                    try handle.close()
+                    let tokens = issued
+                    let restored = try Store(directory: device)
+                    for key in written { try restored.set(7, for: key) }
+                    try await withHub(nodes: 1, database: url) { hub in
+                        _ = try await Replicator(store: restored, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    }
+                }
+                let tokens = issued
+                let restored = try Store(directory: device)
+                try await withHub(nodes: 1, database: url) { hub in
+                    try await Replicator(store: restored, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    try await Replicator(store: newcomer, peers: [hub.peer(node: 0, token: tokens[1])]).sync()
+                    for key in written { #expect(newcomer[key] == 7, "\(key.name)") }
                 }
             }
         }
