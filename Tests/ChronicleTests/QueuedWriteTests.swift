@@ -314,8 +314,15 @@ import Glibc
             }
             try #require(promoted, "the drift guard never let the event in")
             // The resumed run, up to a change made after the resumption.
-            // The stream reads the log from `saved`: a change committed before it subscribes is in it too.
-            let resumed = Task { await Self.entries(of: a.changes(from: saved)) { $0.key == Keys.small.name && $0.valueJSON == "\"after\"" } }
+            // The stream reads the log from `saved` (a change committed before it subscribes is in
+            // it too) and says what was let in once it has caught up, before or after "after".
+            let sequence = held.sequence
+            let resumed = Task {
+                await collect(a.changes(from: saved)) { entries in
+                    entries.contains { $0.key == Keys.small.name && $0.valueJSON == "\"after\"" }
+                        && entries.contains { $0.sequence == sequence && $0.isCurrent }
+                }
+            }
             try a.set("after", for: .small)
             let heard = await resumed.value
             #expect(

@@ -15,34 +15,40 @@ package final class EventLog: Sendable {
     /// The format a new store starts with: readable by builds of format 1 until it holds a gap.
     static let initialFormat: UInt32 = 1
 
-    package let environment: Environment
-    package let dbs: Databases
-    package let path: String
-    /// This replica's id (shared by every process that opens the store): the device's lasting identity.
-    package let replica: ReplicaID
-    /// The origin of the events this opening writes: drawn at random at every open, so a store
-    /// restored from a backup, copied, or rolled back by a power cut never mints an identity
-    /// (origin, counter) it minted before, and two processes on one store never share one.
-    package let writer: ReplicaID
+    /// The LMDB environment, its databases and the directory.
+    package let storage: LogStorage
+    /// Who writes: this replica and this opening.
+    package let identity: LogIdentity
     /// This opening's own writes: the committer, the queue of the non-throwing forms, their failures.
     package let local = LocalWrites()
-    private let flushTask = Mutex<Task<Void, Never>?>(nil)
-    package let observers = ObserverHub()
+    /// The work that runs beside the log: the periodic flush, the opening's maintenance.
+    private let background = LogBackground()
+    /// Who listens: this process's observers, and the poller that hears other processes' commits for them.
+    package let listeners: LogListeners
     package let readCache = Mutex(ReadCache())
     /// The keys of a keyed hash chain, installed by the keyring that unwraps them.
     package let chainKeys = ChainKeys()
-    /// Notices other processes' commits while observers exist.
-    package let poller: CommitPoller
-
     /// The clock-drift guard (its drift from the configuration of the first store opened on the directory).
     package let driftGuard: DriftGuard
-    /// The largest payload a received event may carry: the configuration's `maxValueSize`, and a
-    /// seal's overhead. Larger events are quarantined (``QuarantinedItem/Reason/tooLarge``).
-    package let maxReceivedPayload: Int
-    /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
-    package let logger: Logger
+    /// What the configuration of the first store opened on the directory fixed for the log.
+    package let settings: LogSettings
     /// Retention's state between transactions: the default, the sweep's schedule, the keys' rules.
     let retention: RetentionBookkeeping
+
+    package var environment: Environment { storage.environment }
+    package var dbs: Databases { storage.dbs }
+    package var path: String { storage.path }
+    /// This replica's id (shared by every process that opens the store): the device's lasting identity.
+    package var replica: ReplicaID { identity.replica }
+    /// The origin of the events this opening writes (``LogIdentity/writer``).
+    package var writer: ReplicaID { identity.writer }
+    package var observers: ObserverHub { listeners.observers }
+    /// Notices other processes' commits while observers exist.
+    package var poller: CommitPoller { listeners.poller }
+    /// The largest payload a received event may carry (``LogSettings/maxReceivedPayload``).
+    package var maxReceivedPayload: Int { settings.maxReceivedPayload }
+    /// Where background work (the drift guard's promotions) reports failures: the first store's logger.
+    package var logger: Logger { settings.logger }
 
     package init(directory: String, configuration: LogOptions) throws {
         // Before the first chain hash, every store's: libsodium asks for it before any use, and it
@@ -51,8 +57,7 @@ package final class EventLog: Sendable {
         try Sodium.initialize()
         var options = EnvironmentOptions()
         options.mapSize = configuration.initialMapSize
-        maxReceivedPayload = configuration.maxValueSize + Envelope.overhead
-        logger = configuration.logger
+        settings = LogSettings(maxReceivedPayload: configuration.maxValueSize + Envelope.overhead, logger: configuration.logger)
         let durability = configuration.durability
         switch durability {
         case .durable: break
@@ -60,20 +65,18 @@ package final class EventLog: Sendable {
         case .noSync: options.noSync = true
         }
         let environment = try Environment(path: directory, options: options)
-        self.environment = environment
-        poller = CommitPoller(environment: environment, observers: observers)
-        self.path = directory
+        let observers = ObserverHub()
+        listeners = LogListeners(observers: observers, poller: CommitPoller(environment: environment, observers: observers))
         let dbs = try Databases(environment: environment)
-        self.dbs = dbs
+        storage = LogStorage(environment: environment, dbs: dbs, path: directory)
         driftGuard = DriftGuard(milliseconds: UnixMilliseconds.of(configuration.maxClockDrift), dbs: dbs)
-        writer = ReplicaID.random()
         if !configuration.salvage {
             try environment.read { txn in try LogMeta.refuseForgottenChainKey(txn, dbs) }  // before anything is written (see below)
         }
-        let defaultRetention: Retention
-        (replica, defaultRetention) = try environment.write { txn in
+        let (replica, defaultRetention) = try environment.write { txn in
             (try LogMeta.prepare(txn, dbs, directory: directory), try LogMeta.defaultRetention(txn, dbs, configured: configuration.retention))
         }
+        identity = LogIdentity(replica: replica, writer: ReplicaID.random())
         retention = RetentionBookkeeping(defaultRetention: defaultRetention)
 
         let committer = GroupCommitter<[PendingChange], [CommittedEvent]>(maxGroup: 1024) { [weak self] groups in
@@ -89,12 +92,9 @@ package final class EventLog: Sendable {
                     _ = try? await BlockingWork.run { try environment.flush() }
                 }
             }
-            flushTask.withLock { $0 = task }
+            background.flushTask.withLock { $0 = task }
         }
     }
-
-    /// Whether the opening's maintenance (``startMaintenance()``) ran.
-    private let maintained = Mutex(false)
 
     /// The maintenance an opening does once the store is accepted: rebuilds a history index an
     /// earlier build left, promotes held-back events whose time came, and starts a first pass of
@@ -102,7 +102,7 @@ package final class EventLog: Sendable {
     /// The store runs it after its key source checked the head, so an opening that refuses a
     /// damaged store has written nothing; later openings in the process find it done.
     package func startMaintenance() throws {
-        let first = maintained.withLock { done in
+        let first = background.maintained.withLock { done in
             defer { done = true }
             return !done
         }
@@ -127,7 +127,48 @@ package final class EventLog: Sendable {
     }
 
     deinit {
-        flushTask.withLock { $0?.cancel() }  // the poller's and the drift guard's end with them
+        background.flushTask.withLock { $0?.cancel() }  // the poller's and the drift guard's end with them
         try? environment.flush()
     }
+}
+
+/// Where a log lives: its LMDB environment, the environment's databases, and the directory.
+package struct LogStorage: Sendable {
+    package let environment: Environment
+    package let dbs: Databases
+    package let path: String
+}
+
+/// Who writes a log: the replica, and this opening of it.
+package struct LogIdentity: Sendable {
+    /// This replica's id (shared by every process that opens the store): the device's lasting identity.
+    package let replica: ReplicaID
+    /// The origin of the events this opening writes: drawn at random at every open, so a store
+    /// restored from a backup, copied, or rolled back by a power cut never mints an identity
+    /// (origin, counter) it minted before, and two processes on one store never share one.
+    package let writer: ReplicaID
+}
+
+/// Who listens to a log: this process's observers, and the poller that hears other processes'
+/// commits for them while any exist.
+package struct LogListeners: Sendable {
+    package let observers: ObserverHub
+    package let poller: CommitPoller
+}
+
+/// What the configuration of the first store opened on a directory fixes for its log.
+package struct LogSettings: Sendable {
+    /// The largest payload a received event may carry: the configuration's `maxValueSize`, and a
+    /// seal's overhead. Larger events are quarantined (``QuarantinedItem/Reason/tooLarge``).
+    package let maxReceivedPayload: Int
+    /// Where background work (the drift guard's promotions) reports failures.
+    package let logger: Logger
+}
+
+/// The work that runs beside a log: the periodic flush of `.noSync`, and whether the opening's
+/// maintenance ran.
+final class LogBackground: Sendable {
+    let flushTask = Mutex<Task<Void, Never>?>(nil)
+    /// Whether the opening's maintenance (``EventLog/startMaintenance()``) ran.
+    let maintained = Mutex(false)
 }
