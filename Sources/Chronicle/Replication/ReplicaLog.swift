@@ -38,8 +38,9 @@ struct ReplicaLog: Sendable {
     }
 
     /// Whether the log's record at `sequence` still has the chain hash `chain`.
-    func chainMatches(at sequence: UInt64, _ chain: [UInt8]) throws -> Bool {
-        try store.eventLog.gaps.chainMatches(at: sequence, chain)
+    /// A sequence inside a gap matches only when `insideGapMatches` (a checkpoint of this log).
+    func chainMatches(at sequence: UInt64, _ chain: [UInt8], insideGapMatches: Bool = true) throws -> Bool {
+        try store.eventLog.gaps.chainMatches(at: sequence, chain, insideGapMatches: insideGapMatches)
     }
 
     /// The next batch to push.

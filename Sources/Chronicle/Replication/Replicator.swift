@@ -60,13 +60,11 @@ public actor Replicator {
     private var observerID: Int?
     private var watchers: [Task<Void, Never>] = []
     private var failures: [Int: (count: Int, retryAt: ContinuousClock.Instant)] = [:]
-    /// Per replica id a peer reported, the first peer that did and whether it was passive: two
-    /// peers of one id share checkpoints, which is right for two nodes of one hub and wrong for
-    /// a mailbox and a hub that claim one id.
-    private var peersByReplica: [ReplicaID: (peer: String, passive: Bool)] = [:]
-    /// Mailboxes found claiming an active peer's replica id: refused from then on, whichever
-    /// peer came first.
-    private var refusedMailboxes: Set<String> = []
+    /// The active peers (stores, hubs) by the replica id they reported: two peers of one id share
+    /// checkpoints, which is right for two nodes of one hub and wrong for a mailbox that claims
+    /// the id of a store or a hub. Such a mailbox is refused while it claims it, whichever peer
+    /// comes first (anyone who can write the folder can set its id).
+    private var activePeers: [ReplicaID: String] = [:]
 
     /// Creates a replicator; nothing moves until ``sync()`` or ``start()``.
     public init(store: Store, peers: [Peer], configuration: Configuration = .init()) {
@@ -125,17 +123,11 @@ public actor Replicator {
             return report
         }
         let passive = remote.writer == nil && !remote.keepsLog
-        if let first = peersByReplica[remote.replicaID], first.peer != peer.name, first.passive != passive {
-            // The mailbox is the one refused (anyone who can write the folder can set its id),
-            // whichever of the two came first.
-            let mailbox = passive ? peer.name : first.peer
-            refusedMailboxes.insert(mailbox)
-            if !passive { peersByReplica[remote.replicaID] = (peer.name, false) }
-        }
-        if peersByReplica[remote.replicaID] == nil { peersByReplica[remote.replicaID] = (peer.name, passive) }
-        if refusedMailboxes.contains(peer.name) {
+        if !passive {
+            activePeers[remote.replicaID] = peer.name
+        } else if let other = activePeers[remote.replicaID], other != peer.name {
             throw ChronicleError.malformedInput(
-                "the mailbox \(peer.name) claims the replica id \(remote.replicaID.short) of another peer: their checkpoints would mix "
+                "the mailbox \(peer.name) claims the replica id \(remote.replicaID.short) of the peer \(other): their checkpoints would mix "
                     + "(a folder copied from another peer?): remove the folder's mailbox.id to give it an id of its own")
         }
         let exchange = Exchange(peer: peer, remote: remote, local: local, filter: filter, source: "peer \(peer.name)")
@@ -223,8 +215,12 @@ public actor Replicator {
             let matches = try chain.map { try log.chainMatches(at: pushCheckpoint.sequence, $0) } ?? true
             // Our log under the peer's push mark is not the one pushed there (this store was
             // restored from its own backup and wrote again): push from the start.
+            // Where the mark would set the start (below the checkpoint), a mark inside a gap of ours
+            // cannot be compared, so it does not count as ours.
             var matchesMark = true
-            if let pushMark, pushMark.upTo > 0, let markChain = pushMark.chain { matchesMark = try log.chainMatches(at: pushMark.upTo, markChain) }
+            if let pushMark, pushMark.upTo > 0, let markChain = pushMark.chain {
+                matchesMark = try log.chainMatches(at: pushMark.upTo, markChain, insideGapMatches: pushMark.upTo >= pushCheckpoint.sequence)
+            }
             return decided.pushStart(checkpoint: pushCheckpoint, localChainMatches: matches, localChainMatchesMark: matchesMark)
         }
         var pushedAny = false

@@ -157,15 +157,18 @@ extension Gaps {
     /// Whether the log at `sequence` is where a checkpoint with chain hash `chain` left it: the
     /// record there has that hash, or retention dropped it (a gap covers it, and the checkpoint is
     /// confirmed by the log's epoch, which the caller compares).
-    package func chainMatches(at sequence: UInt64, _ chain: [UInt8]) throws -> Bool {
-        try environment.read { txn in try chainMatches(at: sequence, chain, txn) }
+    /// - Parameter insideGapMatches: whether a sequence inside a gap counts as a match (for a
+    ///   checkpoint, restored with the store, it does; for a mark another replica keeps of this
+    ///   log, which may predate a restore of this store, it does not: nothing can be compared there).
+    package func chainMatches(at sequence: UInt64, _ chain: [UInt8], insideGapMatches: Bool = true) throws -> Bool {
+        try environment.read { txn in try chainMatches(at: sequence, chain, txn, insideGapMatches: insideGapMatches) }
     }
 
-    func chainMatches(at sequence: UInt64, _ chain: [UInt8], _ txn: borrowing Transaction) throws -> Bool {
+    func chainMatches(at sequence: UInt64, _ chain: [UInt8], _ txn: borrowing Transaction, insideGapMatches: Bool = true) throws -> Bool {
         guard sequence > 0 else { return true }
         if let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) {
             return try LogRecord(decoding: bytes, sequence: sequence).hash == chain
         }
-        return try isInsideGap(sequence, txn)
+        return insideGapMatches ? try isInsideGap(sequence, txn) : false
     }
 }

@@ -44,8 +44,9 @@ struct PushMarks {
             order.append(key)
             return
         }
-        // Pushes of one device and log in one commit (concurrent syncs of one store), folded as
-        // the statement would apply them one after the other.
+        // Pushes of one device and log in one commit (concurrent syncs of one store), folded
+        // without ever claiming more than the statement applying them one after the other would
+        // (a push the fold cannot join is left out: the mark lags, and the device pushes again).
         if move.after == 0 {
             moves[key] = move
         } else if move.after <= folded.upTo, move.upTo > folded.upTo {

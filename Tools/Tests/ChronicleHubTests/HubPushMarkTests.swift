@@ -73,6 +73,27 @@ struct HubPushMarkTests {
         }
     }
 
+    /// A device that only pulled moves its mark without waiting for the tenant's appends (a
+    /// transaction holding the tenant's row lock) and without meeting a quota the tenant is over.
+    @Test func aPushThatCarriesNothingTakesNoTurnAndMeetsNoQuota() async throws {
+        try await withHub(nodes: 1) { hub in
+            let tenant = try await hub.tenant()
+            let (writerToken, readerToken) = (try await hub.token(tenant, "writer"), try await hub.token(tenant, "reader"))
+            try await withTemporaryStores(2) { stores in
+                let (writer, reader) = (stores[0], stores[1])
+                for index in 0..<5 { try writer.set(index, for: Key<Int>("carries.\(index)", default: -1, sync: .manual)) }
+                try await Replicator(store: writer, peers: [hub.peer(node: 0, token: writerToken)]).sync()
+                try await hub.admin.setQuota(tenant: tenant, maxEvents: 2, maxBytes: nil)
+                let id = try await hub.tenantID(tenant)
+                let report = try await whileHoldingRowLock(hub, tenant: id) { _ in
+                    try await Replicator(store: reader, peers: [hub.peer(node: 0, token: readerToken)]).sync()
+                }
+                #expect(report.sent == 0 && report.peers.first?.pulled.applied == 5)
+                #expect(try await mark(HTTPTransport(baseURL: hub.urls[0], token: readerToken), of: reader) == 5)
+            }
+        }
+    }
+
     /// A token holder naming many logs keeps at most `PushMarks.maxPerDevice` marks, its
     /// newest: it cannot grow the hub's table, and it evicts only its own device's marks. A log's
     /// mark of an older epoch goes first.

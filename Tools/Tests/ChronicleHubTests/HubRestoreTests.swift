@@ -258,4 +258,60 @@ struct HubRestoreTests {
             }
         }
     }
+
+    /// As above, but retention dropped the device's record where the hub's mark stands (a hot
+    /// key kept `.latest`): a gap cannot be compared, so the mark is not taken as the device's
+    /// own, and what the device wrote after going back reaches the restored hub again.
+    @Test func aMarkInsideAGapOfTheDevicesLogIsNotTakenAsItsOwn() async throws {
+        try await withEmptyDatabase { url in
+            let directory = temporaryDirectory()
+            let device = temporaryDirectory()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { for item in [directory, device] { try? FileManager.default.removeItem(at: item) } }
+            try await withTemporaryStores(1) { stores in
+                let newcomer = stores[0]
+                let setting = Key<Int>("hub.gap.setting", default: 0, sync: .manual)
+                let hot = Key<Int>("hub.gap.hot", default: 0, sync: .manual, retention: .latest)
+                var issued: [String] = []
+                var backup = Data()
+                try await Self.dumped(url, in: directory) {
+                    issued = try await withHub(nodes: 1, database: url) { hub in
+                        let tenant = try await hub.tenant()
+                        return [try await hub.token(tenant, "device"), try await hub.token(tenant, "newcomer")]
+                    }
+                    let tokens = issued
+                    let first = try Store(directory: device)
+                    for index in 1...10 { try first.set(index, for: Key<Int>("hub.gap.original.\(index)", default: 0, sync: .manual)) }
+                    backup = try Data(contentsOf: device.appendingPathComponent("data.mdb"))
+                    for index in 11...20 { try first.set(index, for: Key<Int>("hub.gap.original.\(index)", default: 0, sync: .manual)) }
+                    try await withHub(nodes: 1, database: url) { hub in
+                        _ = try await Replicator(store: first, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    }
+                } after: {
+                    // The device goes back to its backup (head 10), writes the setting at 11 and a
+                    // hot key over 12…61, whose dropped revisions become one gap over the mark (20).
+                    let handle = try FileHandle(forWritingTo: device.appendingPathComponent("data.mdb"))
+                    try handle.truncate(atOffset: 0)
+                    try handle.write(contentsOf: backup)
+                    try handle.close()
+                    let tokens = issued
+                    let restored = try Store(directory: device)
+                    try restored.set(7, for: setting)
+                    for value in 1...50 { try restored.set(value, for: hot) }
+                    _ = try restored.applyRetention()
+                    try await withHub(nodes: 1, database: url) { hub in
+                        _ = try await Replicator(store: restored, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    }
+                }
+                let tokens = issued
+                let restored = try Store(directory: device)
+                try await withHub(nodes: 1, database: url) { hub in
+                    try await Replicator(store: restored, peers: [hub.peer(node: 0, token: tokens[0])]).sync()
+                    try await Replicator(store: newcomer, peers: [hub.peer(node: 0, token: tokens[1])]).sync()
+                    #expect(newcomer[setting] == 7, "the setting the device wrote after going back is at the hub")
+                    #expect(newcomer[hot] == 50)
+                }
+            }
+        }
+    }
 }
