@@ -79,11 +79,21 @@ public final class RetentionLayoutLMDB {
         var counters: [UInt64] = []
         for (index, name) in names.enumerated() {
             // The walk from the newest record down the links: how the layout finds the oldest.
+            // Each link read in place, into one key buffer (as cheap as LMDB allows).
             var walked = 0
-            var at = get(txn, latest, [0, UInt8(name.count)] + name)
-            while let link = at {
+            var link = get(txn, latest, [0, UInt8(name.count)] + name) ?? []
+            while !link.isEmpty {
                 walked += 1
-                at = get(txn, previous, link)
+                var found = false
+                link.withUnsafeMutableBytes { k in
+                    var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                    var vv = MDB_val()
+                    if mdb_get(txn, previous, &kv, &vv) == 0, vv.mv_size == 8, let data = vv.mv_data {
+                        k.copyMemory(from: UnsafeRawBufferPointer(start: data, count: 8))
+                        found = true
+                    }
+                }
+                if !found { break }
             }
             guard walked > keep, histories[index].count > keep else { continue }
             _ = get(txn, view, name)

@@ -74,11 +74,20 @@ extension HistoryIndex {
             throw ChronicleError.corruptViewEntry(key: name, reason: "its history index names a record of \(bytes.count) bytes")
         }
         var sequences = [sequence]
-        while let link = try txn.get(dbs.previous, key: sequence.bigEndianBytes) {
+        // One key buffer for the whole walk, and each link read in place: a key past its retention
+        // is walked at every pass of the sweep, so no allocation per link.
+        var key = [UInt8](repeating: 0, count: 8)
+        while true {
+            key.withUnsafeMutableBytes { $0.storeBytes(of: sequence.bigEndian, as: UInt64.self) }
+            var link: (before: UInt64?, size: Int) = (nil, 0)
+            let found = try txn.withValue(dbs.previous, key: key) { bytes in
+                link = (bytes.count == 8 ? UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) : nil, bytes.count)
+            }
+            guard found else { break }
             // Strictly down: the walk ends, whatever the rows say.
-            guard let before = UInt64(bigEndianBytes: link), before > 0, before < sequence else {
+            guard let before = link.before, before > 0, before < sequence else {
                 throw ChronicleError.corruptViewEntry(
-                    key: name, reason: "its history index links record \(sequence) to \(link.count == 8 ? "record \(UInt64(bigEndianBytes: link) ?? 0)" : "\(link.count) bytes"), not to an earlier record")
+                    key: name, reason: "its history index links record \(sequence) to \(link.size == 8 ? "record \(link.before ?? 0)" : "\(link.size) bytes"), not to an earlier record")
             }
             sequences.append(before)
             sequence = before
