@@ -67,6 +67,33 @@ struct RetentionTamperTests {
         }
     }
 
+    // MARK: - Edited history links
+
+    /// The sweep walks a key's history links at every pass. An edited link that points to itself,
+    /// up the log, or holds other than 8 bytes is reported, never followed round a loop.
+    @Test(arguments: ["itself", "later", "short"])
+    func anEditedHistoryLinkIsReportedNeverFollowed(edit: String) throws {
+        try withTemporaryStore { store, _ in
+            let key = Key<Int>("attack.links", default: 0, retention: .forever)
+            for value in 1...3 { try store.set(value, for: key) }
+            let eventLog = try store.eventLog
+            let newest = try #require(try store.history(of: key).last?.sequence)
+            let link: [UInt8] =
+                switch edit {
+                case "itself": newest.bigEndianBytes
+                case "later": (newest + 5).bigEndianBytes
+                default: [1, 2, 3]
+                }
+            try eventLog.environment.write { txn in try txn.put(eventLog.dbs.previous, key: newest.bigEndianBytes, value: link) }
+            #expect {
+                _ = try store.history(of: key)
+            } throws: { error in
+                guard case let .corruptViewEntry(name, reason)? = error as? ChronicleError else { return false }
+                return name == key.name && reason.contains("not to an earlier record")
+            }
+        }
+    }
+
     // MARK: - Rollbacks
 
     // MARK: - Declared retention lost
