@@ -5,13 +5,14 @@ import ChronicleSodium
 /// Relay-only records: what a store that verifies nothing keeps to relay without judging it
 /// (items of newer formats, second versions of identities), bounded in total and per source.
 package struct RelayOnlyBounds: Sendable {
-    let log: EventLog
+    /// What it reads and writes: the log's databases.
+    let storage: LogStorage
 
-    private var dbs: Databases { log.dbs }
+    private var dbs: Databases { storage.dbs }
 }
 
 extension EventLog {
-    package var relayOnly: RelayOnlyBounds { RelayOnlyBounds(log: self) }
+    package var relayOnly: RelayOnlyBounds { RelayOnlyBounds(storage: storage) }
 }
 
 extension RelayOnlyBounds {

@@ -44,14 +44,15 @@ package struct QuarantineSpace {
 /// evicted, finds no room or is larger than ``waitingItemLimit`` is not lost: its identity is
 /// kept (``WantedEvents``) and asked for again once its key is here.
 package struct Quarantine: Sendable {
-    let log: EventLog
+    /// What it reads and writes: the quarantine's database of the log's environment.
+    let storage: LogStorage
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
 }
 
 extension EventLog {
-    package var quarantine: Quarantine { Quarantine(log: self) }
+    package var quarantine: Quarantine { Quarantine(storage: storage) }
 }
 
 extension Quarantine {

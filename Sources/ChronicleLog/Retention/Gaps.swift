@@ -8,15 +8,16 @@ import ChronicleSodium
 /// last sequence (docs/FORMAT.md 4.5), so kept records keep their sequences and chain hashes, and
 /// a reader's or a peer's place in the log stays valid.
 package struct Gaps: Sendable {
-    let log: EventLog
+    /// What it needs of the log: its storage, and the chain keys that MAC the gaps.
+    let storage: LogStorage
+    let chainKeys: ChainKeys
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
-    private var chainKeys: ChainKeys { log.chainKeys }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
 }
 
 extension EventLog {
-    package var gaps: Gaps { Gaps(log: self) }
+    package var gaps: Gaps { Gaps(storage: storage, chainKeys: chainKeys) }
 }
 
 extension Gaps {

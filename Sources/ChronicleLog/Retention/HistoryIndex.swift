@@ -19,14 +19,15 @@ import Synchronization
 /// `history` rows, no `previous` row past the log's head) and rebuilds it from the log when not,
 /// and a read that finds `history` rows reads the log instead of the links.
 package struct HistoryIndex: Sendable {
-    let log: EventLog
+    /// What it reads and writes: the history databases of the log's environment, nothing else of the log.
+    let storage: LogStorage
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
 }
 
 extension EventLog {
-    package var historyIndex: HistoryIndex { HistoryIndex(log: self) }
+    package var historyIndex: HistoryIndex { HistoryIndex(storage: storage) }
 }
 
 extension HistoryIndex {
