@@ -96,7 +96,7 @@ struct DerivationTurnTests {
             victim.waitForKeyRecordRetries()
             #expect(try victim.quarantinedItems().contains { $0.reason == .derivationBudget }, "no record waits")
             let gate = Gate { $0 == "another carrier" }
-            gate.install(on: keyring.receivedDerivationTurns)
+            gate.install(on: keyring.received.turns)
             let oneMore = junk(1)
             let carrier = onThread { _ = try? victim.importRange(oneMore, from: "another carrier") }
             gate.entered.wait()
@@ -114,7 +114,7 @@ struct DerivationTurnTests {
             #expect(victim[.groupTheme] == "while a derivation is held")
             gate.open()
             carrier.wait()
-            keyring.receivedDerivationTurns.gate.withLock { $0 = nil }
+            keyring.received.turns.gate.withLock { $0 = nil }
             victim.waitForKeyRecordRetries()
             #expect(try victim.verify().isSound)
         }

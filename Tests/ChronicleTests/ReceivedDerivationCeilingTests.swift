@@ -40,7 +40,7 @@ struct ReceivedDerivationCeilingTests {
             _ = try member.importRange(Data(range.encoded()), from: "HTTP push")
             #expect(try member.quarantinedItems().contains { $0.reason == .derivationBudget })
             for _ in 0..<5 where member[.groupTheme] != "from the newcomer" {
-                keyring.state.withLock { $0.receivedDerivationTimes.removeAll() }  // a minute passes
+                keyring.received.forgetTheMinute()  // a minute passes
                 try carrierPushes()  // the carrier pushes all the time: it is first when derivations free up
                 _ = try member.importRange(Data(range.encoded()), from: "HTTP push")  // the newcomer pushes again
             }

@@ -168,12 +168,12 @@ extension Keyring {
             }
             if needsDerivation(record) {
                 let withinBatch = derivations < Self.derivationsPerBatch
-                guard withinBatch, takeReceivedDerivation(waited: quarantineID != nil) else {
+                guard withinBatch, received.take(waited: quarantineID != nil) else {
                     screening.retired.removeAll { $0 == quarantineID }  // still waiting: stays where it is
                     if quarantineID == nil {
                         let why =
                             withinBatch
-                            ? "this store derives at most \(receivedDerivationsPerMinute) received keys a minute"
+                            ? "this store derives at most \(received.perMinute) received keys a minute"
                             : "a batch runs at most \(Self.derivationsPerBatch) new key derivations"
                         screening.rejected.append((record, .derivationBudget, "waits for the next import: \(why)"))
                     }

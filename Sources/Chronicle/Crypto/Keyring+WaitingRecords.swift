@@ -109,7 +109,7 @@ extension Keyring {
             for item in needing where !sources.contains(item.source) { sources.append(item.source) }
             // Past the minute's ceiling the records wait for the pass a later import starts.
             guard let source = waitingRetry.nextSource(among: sources), let index = needing.firstIndex(where: { $0.source == source }),
-                takeReceivedDerivation(waited: true)
+                received.take(waited: true)
             else { return }
             waitingRetry.served(source)
             let item = needing.remove(at: index)

@@ -50,15 +50,8 @@ final class Keyring: EventSealer {
         var source: Source
         /// KEKs by `salt ‖ limits` (passphrase) or by kind (material).
         var keks: [[UInt8]: SecureBytes] = [:]
-        /// KEKs derived for records peers sent, by `salt ‖ limits`, newest last: each (salt, cost)
-        /// costs one Argon2id run while among the last ``Keyring/receivedKEKCapacity``, whether or
-        /// not it opened anything (a carrier's junk salt is not derived twice).
-        var receivedKEKs: [[UInt8]: SecureBytes] = [:]
-        var receivedKEKOrder: [[UInt8]] = []
         /// Argon2id runs this keyring made (for statistics and tests).
         var derivations = 0
-        /// When this keyring derived for received records in the last minute (Unix ms).
-        var receivedDerivationTimes: [UInt64] = []
         var dataKeys: [KeyID: SecureBytes] = [:]
         /// Authentication subkeys of data keys, by data key id.
         var authenticationKeys: [KeyID: KeyedHash] = [:]
@@ -77,35 +70,16 @@ final class Keyring: EventSealer {
     let isMember: Bool
     /// The Argon2id cost at which passphrase-wrapped keys travel, and the least accepted from a peer.
     let travelLimits: PasswordHash.Limits
-    /// The most derivations per minute for received records (``Store/Configuration/maxReceivedKeyDerivationsPerMinute``).
-    let receivedDerivationsPerMinute: Int
+    /// What deriving keys for records peers sent may cost, and the KEKs it derived.
+    let received: ReceivedDerivations
 
     private init(keyRecords: KeyRecords, source: Source, isMember: Bool, travelLimits: PasswordHash.Limits, receivedDerivationsPerMinute: Int) {
         self.keyRecords = keyRecords
         self.state = Mutex(State(source: source))
         self.isMember = isMember
         self.travelLimits = travelLimits
-        self.receivedDerivationsPerMinute = receivedDerivationsPerMinute
+        received = ReceivedDerivations(perMinute: receivedDerivationsPerMinute)
     }
-
-    /// Whether another derivation for a received record fits this minute's ceiling; counts it
-    /// when it does. The minute's last derivation is kept for a record that waited (deferred by
-    /// an earlier import): whatever fresh records a carrier keeps sending, a waiting genuine key
-    /// gets one derivation a minute.
-    func takeReceivedDerivation(waited: Bool, now: UInt64 = UnixMilliseconds.now()) -> Bool {
-        state.withLock { state in
-            state.receivedDerivationTimes.removeAll { $0 + 60_000 <= now }
-            let ceiling = waited || receivedDerivationsPerMinute < 2 ? receivedDerivationsPerMinute : receivedDerivationsPerMinute - 1
-            guard state.receivedDerivationTimes.count < ceiling else { return false }
-            state.receivedDerivationTimes.append(now)
-            return true
-        }
-    }
-
-    /// Derivations for received records take turns, by source: pushes to one store that bring
-    /// junk records cost it one core at a time, and memory for one Argon2id run (up to 1 GiB),
-    /// and one source's queue never stands before another source's next record.
-    let receivedDerivationTurns = DerivationTurns()
 
     /// The retry of records earlier imports left waiting, on a thread of its own (``retryWaitingRecords(release:)``).
     let waitingRetry = WaitingRecordRetry()
@@ -345,35 +319,24 @@ final class Keyring: EventSealer {
     func needsDerivation(_ record: WrappedKey) -> Bool {
         guard record.kind == .passphrase, case .passphrase = sourceValue else { return false }
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
-        return state.withLock { $0.keks[cacheKey] == nil && $0.receivedKEKs[cacheKey] == nil }
+        return state.withLock { $0.keks[cacheKey] == nil } && received.kek(cacheKey) == nil
     }
 
-    /// How many KEKs of received records are kept (a group has a salt or two per device).
-    static let receivedKEKCapacity = 256
-
     /// Unwraps a record a peer sent. A passphrase KEK is derived at most once per (salt, cost)
-    /// among the last ``receivedKEKCapacity``, whether or not it opens the record, in `source`'s
-    /// turn (``DerivationTurns``).
+    /// among the last ``ReceivedDerivations/kekCapacity``, whether or not it opens the record, in
+    /// `source`'s turn (``DerivationTurns``).
     func unwrapReceived(_ record: WrappedKey, source: String) throws -> SecureBytes {
         guard record.kind == .passphrase, case let .passphrase(passphrase, _) = sourceValue else { return try unwrap(record, cacheKEK: false) }
         if let problem = Self.boundsProblem(record, minimum: .minimum) {
             throw ChronicleError.corruptKeyRecord(id: record.id.description, reason: problem)
         }
         let cacheKey = Self.kekCacheKey(salt: record.salt, limits: record.limits)
-        let cached = state.withLock { $0.keks[cacheKey] ?? $0.receivedKEKs[cacheKey] }
-        let kek = try cached ?? receivedDerivationTurns.run(source: source) {
+        let cached = state.withLock { $0.keks[cacheKey] } ?? received.kek(cacheKey)
+        let kek = try cached ?? received.turns.run(source: source) {
             // Another caller with the same salt and cost may have derived it while this one waited.
-            try state.withLock { $0.receivedKEKs[cacheKey] } ?? passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
+            try received.kek(cacheKey) ?? passphraseKEK(passphrase, salt: record.salt, limits: record.limits, cache: false)
         }
-        if cached == nil {
-            state.withLock { state in
-                state.receivedKEKs[cacheKey] = kek
-                state.receivedKEKOrder.append(cacheKey)
-                if state.receivedKEKOrder.count > Self.receivedKEKCapacity {
-                    state.receivedKEKs[state.receivedKEKOrder.removeFirst()] = nil
-                }
-            }
-        }
+        if cached == nil { received.remember(kek, for: cacheKey) }
         do { return try record.unwrap(with: kek) } catch { throw ChronicleError.wrongKey }
     }
 }

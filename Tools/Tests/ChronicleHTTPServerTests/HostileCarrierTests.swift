@@ -178,7 +178,7 @@ struct HostileCarrierTests {
         _ = try served.importRange(junk(16), from: "HTTP push")
         served.waitForKeyRecordRetries()
         #expect(try served.quarantinedItems().contains { $0.reason == .derivationBudget }, "no record waits")
-        let turns = try served.crypto.get().receivedDerivationTurns
+        let turns = try served.crypto.get().received.turns
         let (entered, opened) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         turns.gate.withLock {
             $0 = { source in
@@ -245,7 +245,7 @@ struct HostileCarrierTests {
             event.authenticator?.keyID = key.id
             return EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [key], events: [event], opaque: []).encoded()
         }
-        let turns = try served.crypto.get().receivedDerivationTurns
+        let turns = try served.crypto.get().received.turns
         let (entered, opened, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let held = Flag()
         turns.gate.withLock {
