@@ -234,11 +234,20 @@ package final class Environment: @unchecked Sendable {
                     // A transaction that changed nothing is aborted: it would write no new
                     // transaction anyway, and its id would be the next writer's.
                     guard changes.isSet else { return result }
+                    // Remembered as this process's before the commit makes it visible: a poller
+                    // that reads the new transaction id between the two must not take it for
+                    // another process's commit (its observers would re-read a value this
+                    // process's commit feed has not delivered yet, out of order).
                     let id = txn.id
-                    try txn.commit()
                     ownCommits.withLock { ids in
                         ids.append(id)
                         if ids.count > Self.rememberedCommits { ids.removeFirst(ids.count - Self.rememberedCommits) }
+                    }
+                    do {
+                        try txn.commit()
+                    } catch {
+                        ownCommits.withLock { ids in ids.removeAll { $0 == id } }  // the next writer, of any process, takes the id
+                        throw error
                     }
                     return withExtendedLifetime(changes) { result }
                 }
