@@ -175,16 +175,25 @@ struct ObservationTests {
     @Test func cancellingAnObservationReleasesIt() async throws {
         try await withTemporaryStore { store, _ async throws in
             let eventLog = try store.eventLog
+            // The observation hands its current value once it is registered: wait for that.
+            let (registered, register) = AsyncStream<Void>.makeStream()
             let task = Task {
-                for await _ in store.updates(of: .theme) {}
+                for await _ in store.updates(of: .theme) { register.finish() }
             }
-            while eventLog.observers.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            for await _ in registered {}
+            #expect(!eventLog.observers.isEmpty)
             #expect(eventLog.poller.task.withLock { $0 != nil })
             task.cancel()
             await task.value
             #expect(eventLog.observers.isEmpty)
-            // The poller notices that nobody listens and stops.
-            while eventLog.poller.task.withLock({ $0 != nil }) { try await Task.sleep(for: .milliseconds(50)) }
+            // The poller notices at its next tick that nobody listens, and stops (a hang guard of
+            // a minute, not a measure).
+            var polling = true
+            for _ in 0..<1_200 where polling {
+                polling = eventLog.poller.task.withLock { $0 != nil }
+                if polling { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(!polling, "the poller kept running with nobody listening")
         }
     }
 
@@ -195,16 +204,16 @@ struct ObservationTests {
         let store = try Store(directory: directory)
         let model = ObservedValue(.theme, store: store)
         #expect(model.value == .system)
-        let changed = Mutex(false)
+        let (changes, changed) = AsyncStream<Void>.makeStream()
         withObservationTracking {
             _ = model.value
         } onChange: {
-            changed.withLock { $0 = true }
+            changed.finish()
         }
         let writer = try Store(directory: directory)
         writer[.theme] = .dark  // a change made elsewhere reaches the observable model
-        while !changed.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
-        while model.value != .dark { try await Task.sleep(for: .milliseconds(10)) }
+        for await _ in changes {}  // Observation says the value changes (it is set right after)
+        while model.value != .dark { await Task.yield() }
         model.value = .light
         #expect(store[.theme] == .light)
     }
