@@ -62,8 +62,10 @@ extension TenantAppend {
     static let maxMarkOnlyBody = 512
 
     /// Moves the device's mark over a range that carries nothing, in a short transaction of its
-    /// own: the device's row is share-locked while its token is checked (a revocation waits for
-    /// it, as for a push), and the tenant's row is not locked, so no append waits for it.
+    /// own: the tenant's row is not locked, so no append waits for it. The device's row is
+    /// updated first (its token checked, `last_seen` set): that lock comes before any mark, as an
+    /// ordinary push's (its `seen` update) does, so a device's mark writes take turns and never
+    /// wait on each other in opposite orders; a revocation waits for it.
     private func moveMark(_ range: RelayRange, filter: RangeFilter, device: HubDevice) async throws -> RangeReceipt {
         var marks = PushMarks()
         marks.add(device: device.name, range: range, filter: filter)
@@ -71,7 +73,7 @@ extension TenantAppend {
         let moved = try await database.transaction { connection -> Bool in
             var stands = false
             for try await _ in try await connection.query(
-                "SELECT 1 FROM devices WHERE tenant_id = \(device.tenant) AND token_hash = \(hash) FOR KEY SHARE", logger: logger
+                "UPDATE devices SET last_seen = now() WHERE tenant_id = \(device.tenant) AND token_hash = \(hash) RETURNING 1", logger: logger
             ).decode(Int32.self) { stands = true }
             guard stands else { return false }
             try await marks.write(tenant: device.tenant, on: connection, logger: logger)
