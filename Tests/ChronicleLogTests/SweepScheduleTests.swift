@@ -82,15 +82,20 @@ struct SweepScheduleTests {
         #expect(!schedule.isDue)
     }
 
-    /// Keys a pass left at their limit are named past it when written again, until a pass finds
-    /// them elsewhere: the hint that spares the next pass a walk of their history.
-    @Test func keysLeftAtTheirLimitAreHintedPastItUntilFoundOtherwise() {
+    /// What a pass counted is remembered per key for the next pass (which then walks only the
+    /// records appended since), replaced by a newer count, forgotten when a key holds nothing,
+    /// and forgotten whole when the log's epoch changes (a compaction renumbered it).
+    @Test func countsAreRememberedPerKeyAndForgottenWithTheirEpoch() {
         var schedule = SweepSchedule()
         let (a, b, c) = (Self.prefix("a"), Self.prefix("b"), Self.prefix("c"))
-        #expect(schedule.pastLimit([a, b]).isEmpty, "nothing found yet")
-        schedule.found(atLimit: [a, b], notAtLimit: [c])
-        #expect(schedule.pastLimit([a, c]) == [a])
-        schedule.found(atLimit: [], notAtLimit: [a])
-        #expect(schedule.pastLimit([a, b]) == [b])
+        let (one, two): ([UInt8], [UInt8]) = ([1], [2])
+        #expect(schedule.revisionCounts([a, b], epoch: one) == [nil, nil], "nothing counted yet")
+        schedule.found([(a, RevisionCount(latest: 10, count: 3)), (b, RevisionCount(latest: 12, count: 100)), (c, nil)], epoch: one)
+        #expect(schedule.revisionCounts([a, c], epoch: one) == [RevisionCount(latest: 10, count: 3), nil])
+        schedule.found([(a, RevisionCount(latest: 20, count: 4)), (b, nil)], epoch: one)
+        #expect(schedule.revisionCounts([a, b], epoch: one) == [RevisionCount(latest: 20, count: 4), nil])
+        #expect(schedule.revisionCounts([a, b], epoch: two) == [nil, nil], "counts of another epoch")
+        schedule.found([(c, RevisionCount(latest: 5, count: 1))], epoch: two)
+        #expect(schedule.revisionCounts([a, c], epoch: two) == [nil, RevisionCount(latest: 5, count: 1)], "the old epoch's counts are gone")
     }
 }

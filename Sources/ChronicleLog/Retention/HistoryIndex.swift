@@ -86,15 +86,59 @@ extension HistoryIndex {
             }
             guard found else { break }
             // Strictly down: the walk ends, whatever the rows say.
-            guard let before = link.before, before > 0, before < sequence else {
-                throw ChronicleError.corruptViewEntry(
-                    key: name, reason: "its history index links record \(sequence) to \(link.size == 8 ? "record \(link.before ?? 0)" : "\(link.size) bytes"), not to an earlier record")
-            }
+            guard let before = link.before, before > 0, before < sequence else { throw Self.badLink(name, from: sequence, link) }
             sequences.append(before)
             sequence = before
         }
         return sequences
     }
+
+    /// How many records a key holds, counted down its links from `latest` in place, and its
+    /// latest record; `nil` when it has none. The walk stops early at `known` (a count taken
+    /// before, at the key's then latest record: what lies below it was counted then, and only the
+    /// records appended since are walked) and once the count is past `limit` (it is then
+    /// `limit + 1`: over its retention, which is all the caller asks).
+    ///
+    /// A count from `known` is exact while nothing was dropped below it since, and never less than
+    /// the true count otherwise (records join a history only at its top). Records are never
+    /// renumbered within an epoch: the caller keeps counts per epoch.
+    /// - Parameter walked: counts the links read (the work a pass does, for tests and benchmarks).
+    func revisionCount(
+        _ prefix: [UInt8], _ txn: borrowing Transaction, known: RevisionCount?, limit: Int, walked: borrowing Atomic<Int>
+    ) throws -> RevisionCount? {
+        guard let bytes = try txn.get(dbs.latest, key: prefix) else { return nil }
+        guard let latest = UInt64(bigEndianBytes: bytes), latest > 0 else {
+            throw ChronicleError.corruptViewEntry(key: Self.name(ofPrefix: prefix), reason: "its history index names a record of \(bytes.count) bytes")
+        }
+        var sequence = latest
+        var count = 1
+        var key = [UInt8](repeating: 0, count: 8)
+        var links = 0
+        defer { walked.add(links, ordering: .relaxed) }
+        while count <= limit {
+            if let known, sequence == known.latest { return RevisionCount(latest: latest, count: count - 1 + known.count) }
+            key.withUnsafeMutableBytes { $0.storeBytes(of: sequence.bigEndian, as: UInt64.self) }
+            var link: (before: UInt64?, size: Int) = (nil, 0)
+            links += 1
+            let found = try txn.withValue(dbs.previous, key: key) { bytes in
+                link = (bytes.count == 8 ? UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) : nil, bytes.count)
+            }
+            guard found else { break }
+            guard let before = link.before, before > 0, before < sequence else { throw Self.badLink(Self.name(ofPrefix: prefix), from: sequence, link) }
+            count += 1
+            sequence = before
+        }
+        return RevisionCount(latest: latest, count: count)
+    }
+
+    /// A link that does not lead down: an edited index, reported, never followed round a loop.
+    private static func badLink(_ name: String, from sequence: UInt64, _ link: (before: UInt64?, size: Int)) -> ChronicleError {
+        .corruptViewEntry(
+            key: name,
+            reason: "its history index links record \(sequence) to \(link.size == 8 ? "record \(link.before ?? 0)" : "\(link.size) bytes"), not to an earlier record")
+    }
+
+    private static func name(ofPrefix prefix: [UInt8]) -> String { String(decoding: prefix.dropFirst(2), as: UTF8.self) }
 
     /// A key's records found by reading the whole log, oldest first.
     private func sequencesFromTheLog(_ domain: Domain, _ name: String, _ txn: borrowing Transaction) throws -> [UInt64] {

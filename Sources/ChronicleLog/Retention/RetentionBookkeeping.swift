@@ -15,6 +15,9 @@ final class RetentionBookkeeping: Sendable {
     let passes = DispatchGroup()
     /// The `retention` rows as last read or written; a write transaction takes them and puts them back.
     let rules = Mutex(RetentionRules())
+    /// History links the automatic compaction's passes read to count keys' records (a count of
+    /// work, for tests and benchmarks).
+    let linksWalked = Atomic<Int>(0)
 
     init(defaultRetention: Retention) { self.defaultRetention = defaultRetention }
 }
@@ -31,14 +34,7 @@ struct RetentionRules: Sendable {
     /// The token the rows were read under (empty: no token written yet).
     private(set) var token: [UInt8] = []
     /// A key's row by history prefix (``HistoryKey``); `.some(nil)`: no row.
-    private var rows: [Prefix: UInt32?] = [:]
-
-    /// A history prefix as a dictionary key, hashed in one call over its bytes (an array of bytes
-    /// hashes byte by byte, which cost more than the LMDB lookup it saves).
-    private struct Prefix: Hashable {
-        let bytes: [UInt8]
-        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-    }
+    private var rows: [HashedPrefix: UInt32?] = [:]
 
     /// Empties the rows unless `current` is the token they were read under.
     mutating func check(against current: [UInt8]) {
@@ -48,12 +44,12 @@ struct RetentionRules: Sendable {
     }
 
     /// The row of the key with history prefix `prefix`, when known: `.some(nil)` for no row.
-    func row(_ prefix: [UInt8]) -> UInt32?? { rows[Prefix(bytes: prefix)] }
+    func row(_ prefix: [UInt8]) -> UInt32?? { rows[HashedPrefix(prefix)] }
 
     /// Remembers a row read (`nil`: none).
     mutating func remember(_ prefix: [UInt8], _ row: UInt32?) {
         if rows.count >= Self.maxRows { rows = [:] }
-        rows[Prefix(bytes: prefix)] = .some(row)
+        rows[HashedPrefix(prefix)] = .some(row)
     }
 
     /// A row this transaction changed, and the new token it wrote with it.
@@ -68,4 +64,14 @@ struct RetentionRules: Sendable {
         self = RetentionRules()
         return taken
     }
+}
+
+/// A history prefix (``HistoryKey``) as a dictionary key, hashed in one call over its bytes (an
+/// array of bytes hashes byte by byte, which costs more than the LMDB lookup a remembered row saves).
+struct HashedPrefix: Hashable, Sendable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 }

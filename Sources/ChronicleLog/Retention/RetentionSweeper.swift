@@ -209,7 +209,7 @@ extension RetentionSweeper {
         var dropped = 0
         var cursor: [UInt8]?
         var queue: ArraySlice<[UInt8]> = []
-        if case let .keys(keys) = work { queue = Array(Set(keys))[...] }  // one look a key, however often it was written
+        if case let .keys(keys) = work { queue = Set(keys.map(HashedPrefix.init)).map(\.bytes)[...] }  // one look a key, however often it was written
         while true {
             // The next keys: from the snapshot, or the next rows of `latest`.
             var batch: [[UInt8]] = []
@@ -228,13 +228,11 @@ extension RetentionSweeper {
                 cursor = batch.last
             }
             if batch.isEmpty { return (dropped, []) }
-            // Keys written since the last pass that it left at their limit are past it now.
-            let hinted = work == .everyKey ? [] : log.retention.schedule.withLock { $0.pastLimit(batch) }
-            var step = try sweepStep(batch, pastLimit: hinted)
+            var step = try sweepStep(batch, writtenSince: work != .everyKey)
             dropped += step.dropped
             // A key with more to drop than one step's budget: again, in steps, until it is done.
             while step.open, !step.unfinished.isEmpty {
-                step = try sweepStep(step.unfinished, pastLimit: [])
+                step = try sweepStep(step.unfinished, writtenSince: false)
                 dropped += step.dropped
             }
             guard step.open else { return (dropped, batch) }
@@ -243,27 +241,37 @@ extension RetentionSweeper {
 
     /// One step over `prefixes`: finds what they drop in a read transaction, then drops it in a
     /// write transaction (deciding again there). `open` is false once the log is closing.
-    /// - Parameter pastLimit: prefixes known to be past their limit (``SweepSchedule/pastLimit(_:)``):
-    ///   they go to the write transaction without a walk of their history in the read one.
-    private func sweepStep(_ prefixes: [[UInt8]], pastLimit: Set<[UInt8]>) throws -> (open: Bool, dropped: Int, unfinished: [[UInt8]]) {
-        var atLimit: [[UInt8]] = []
-        var notAtLimit: [[UInt8]] = []
+    ///
+    /// The read transaction counts each key's records from what the last passes counted
+    /// (``SweepSchedule/revisionCounts(_:epoch:)``): only the records appended since are walked,
+    /// and a key a pass left at its limit goes to the write transaction without a walk when it
+    /// was written since (`writtenSince`: the keys of a ``SweepSchedule/Work/keys(_:)`` pass).
+    private func sweepStep(_ prefixes: [[UInt8]], writtenSince: Bool) throws -> (open: Bool, dropped: Int, unfinished: [[UInt8]]) {
+        var counted: [(prefix: [UInt8], count: RevisionCount?)] = []
+        var epoch: [UInt8] = []
         let candidates = try environment.read { txn -> [[UInt8]] in
             guard try txn.count(dbs.legacyHistory) == 0 else { return [] }  // the next write reindexes first
-            return try prefixes.filter { prefix in
-                if pastLimit.contains(prefix) { return true }
-                guard let key = Self.key(ofPrefix: prefix), let keep = try retention(ofPrefix: prefix, txn).keptRevisions else { return false }
-                let count = try log.historyIndex.historySequences(key.domain, key.name, txn).count
-                if count == keep { atLimit.append(prefix) } else if count < keep { notAtLimit.append(prefix) }
-                return count > keep
+            epoch = try EventLog.epoch(txn, dbs).bytes
+            let known = log.retention.schedule.withLock { $0.revisionCounts(prefixes, epoch: epoch) }
+            var candidates: [[UInt8]] = []
+            for (prefix, hint) in zip(prefixes, known) {
+                guard let keep = try retention(ofPrefix: prefix, txn).keptRevisions else { continue }
+                if writtenSince, let hint, hint.count >= keep {  // at its limit, and written since
+                    candidates.append(prefix)
+                    continue
+                }
+                let count = try log.historyIndex.revisionCount(prefix, txn, known: hint, limit: keep, walked: log.retention.linksWalked)
+                if let count, count.count > keep { candidates.append(prefix) } else { counted.append((prefix, count)) }
             }
+            return candidates
         }
         guard !log.retention.schedule.withLock({ $0.stopped }) else { return (false, 0, []) }
         guard !candidates.isEmpty else {
-            log.retention.schedule.withLock { $0.found(atLimit: atLimit, notAtLimit: notAtLimit) }
+            log.retention.schedule.withLock { $0.found(counted, epoch: epoch) }
             return (true, 0, [])
         }
         let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
+            epoch = try EventLog.epoch(txn, dbs).bytes  // what this transaction counts is of its own epoch
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
             var identities: [ReplicaID: [UInt64]] = [:]
@@ -277,7 +285,8 @@ extension RetentionSweeper {
                 let retention = try retention(ofPrefix: prefix, txn)
                 let plan = try planDrops(key.domain, key.name, sequences: sequences, keeping: retention, budget: budget, txn)
                 let kept = sequences.count - (plan?.dropped.count ?? 0)
-                if kept == retention.keptRevisions { atLimit.append(prefix) } else { notAtLimit.append(prefix) }
+                // The newest records are the ones kept: the latest stays unless nothing does.
+                counted.append((prefix, kept > 0 ? sequences.first.map { RevisionCount(latest: $0, count: kept) } : nil))
                 guard let plan else { continue }
                 try log.gaps.drop(plan, txn, &head, identities: &identities)
                 budget -= plan.dropped.count
@@ -286,7 +295,7 @@ extension RetentionSweeper {
             try log.gaps.recordDropped(identities, txn)
             return (Self.maxDropsPerStep - budget, unfinished)
         }
-        log.retention.schedule.withLock { $0.found(atLimit: atLimit, notAtLimit: notAtLimit) }
+        log.retention.schedule.withLock { $0.found(counted, epoch: epoch) }
         return (true, dropped, unfinished)
     }
 

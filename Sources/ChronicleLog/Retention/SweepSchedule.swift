@@ -29,11 +29,14 @@ package struct SweepSchedule: Sendable {
     package private(set) var running = false
     /// Whether the log is closing: no pass starts, and a running one ends at its next step.
     package private(set) var stopped = false
-    /// Keys a pass left holding exactly the revisions they keep: once written again, each is past
-    /// its retention, so the next pass over the keys written since drops without first walking
-    /// the key's history to find out. A hint only: a wrong one costs the walk the drop makes
-    /// anyway, never a record (the drop decides again in its write transaction).
-    private var atLimit: Set<[UInt8]> = []
+    /// What the last passes counted of the keys they looked at: each key's record count at its
+    /// then latest record, so the next pass over a key written since walks only the records
+    /// appended since (a key at its limit and written again goes straight to the drop). A hint
+    /// only: a count is never below the truth while the epoch holds (records join a history at
+    /// its top; a drop by another process makes it high, which costs the walk the drop makes
+    /// anyway, never a record), and a new epoch (a compaction renumbered the log) forgets them.
+    private var revisions: [HashedPrefix: RevisionCount] = [:]
+    private var revisionsEpoch: [UInt8] = []
 
     package init(everyKey: Bool = false) { self.everyKey = everyKey }
 
@@ -81,21 +84,45 @@ package struct SweepSchedule: Sendable {
         return .keys(dirty)
     }
 
-    /// Of `prefixes`, written since the last pass, those that pass left at their limit (past it now).
-    package func pastLimit(_ prefixes: [[UInt8]]) -> Set<[UInt8]> {
-        guard !atLimit.isEmpty else { return [] }
-        return Set(prefixes.filter { atLimit.contains($0) })
+    /// What the last passes counted of each of `prefixes` in log epoch `epoch` (none of another epoch).
+    package func revisionCounts(_ prefixes: [[UInt8]], epoch: [UInt8]) -> [RevisionCount?] {
+        guard !revisions.isEmpty, epoch == revisionsEpoch else { return Array(repeating: nil, count: prefixes.count) }
+        return prefixes.map { revisions[HashedPrefix($0)] }
     }
 
-    /// What a pass found: keys now holding exactly what they keep, and keys that do not.
-    package mutating func found(atLimit reached: [[UInt8]], notAtLimit others: [[UInt8]]) {
-        for prefix in others { atLimit.remove(prefix) }
-        for prefix in reached where atLimit.count < Self.maxDirtyKeys { atLimit.insert(prefix) }
+    /// What a pass counted in log epoch `epoch` (`nil`: the key holds no record, or was not
+    /// counted whole); at most ``maxDirtyKeys`` keys are remembered.
+    package mutating func found(_ counts: [(prefix: [UInt8], count: RevisionCount?)], epoch: [UInt8]) {
+        if epoch != revisionsEpoch {
+            revisions = [:]
+            revisionsEpoch = epoch
+        }
+        for (prefix, count) in counts {
+            let key = HashedPrefix(prefix)
+            if let count, revisions.count < Self.maxDirtyKeys || revisions[key] != nil {
+                revisions[key] = count
+            } else {
+                revisions[key] = nil
+            }
+        }
     }
 
     /// The pass ended; `unfinished` are keys it could not finish (looked at again by the next pass).
     package mutating func finish(unfinished: [[UInt8]] = []) {
         running = false
         if !everyKey { dirty.append(contentsOf: unfinished) }
+    }
+}
+
+/// A key's record count at its latest record, as a pass of the sweep counted it.
+package struct RevisionCount: Sendable, Equatable {
+    /// The key's latest record when counted.
+    package var latest: UInt64
+    /// The records of the key at and below `latest`.
+    package var count: Int
+
+    package init(latest: UInt64, count: Int) {
+        self.latest = latest
+        self.count = count
     }
 }
