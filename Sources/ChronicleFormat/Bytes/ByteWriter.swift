@@ -18,6 +18,13 @@ package struct ByteWriter {
         raw(value)
     }
 
+    /// A string's UTF-8 bytes as a short field (without an array of them first).
+    package mutating func shortField(utf8 value: String.UTF8View) {
+        precondition(value.count <= 255, "short field over 255 bytes")  // callers validate first
+        u8(UInt8(value.count))
+        bytes.append(contentsOf: value)
+    }
+
     /// A field of at most 65,535 bytes, prefixed with its length as a 16-bit big-endian integer.
     package mutating func mediumField(_ value: [UInt8]) {
         precondition(value.count <= 0xFFFF, "medium field over 65,535 bytes")  // callers truncate first
@@ -31,7 +38,13 @@ package struct ByteWriter {
         raw(value)
     }
 
+    /// A byte at a time: each append is a few instructions inline, where appending the integer's
+    /// bytes as a buffer went through the generic sequence path (a tenth of a batch's encoding).
     private mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        var shift = T.bitWidth - 8
+        while shift >= 0 {
+            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+            shift -= 8
+        }
     }
 }

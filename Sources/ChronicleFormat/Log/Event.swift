@@ -136,7 +136,7 @@ package struct Event: Sendable, Equatable {
         writer.u8(policy.rawValue)
         writer.u8(encoding)
         writer.u8(sealed ? 1 : 0)
-        writer.shortField(Array(key.utf8))
+        writer.shortField(utf8: key.utf8)
         writer.longField(payload)
         if let keyID {
             writer.u8(1)

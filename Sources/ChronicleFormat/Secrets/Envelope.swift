@@ -57,7 +57,7 @@ package struct Envelope: Sendable {
         writer.u64(counter)
         writer.u64(hlc.rawValue)
         writer.u8(domain.rawValue)
-        writer.shortField(Array(key.utf8))
+        writer.shortField(utf8: key.utf8)
         writer.u8(op.rawValue)
         writer.u8(policy.rawValue)
         writer.u8(encoding)
