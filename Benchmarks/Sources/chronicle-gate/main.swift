@@ -10,8 +10,10 @@ import Foundation
 // fails the gate only when it is over again.
 //
 //   chronicle-gate [--thresholds FILE] [--rounds N] [--once]
+//   chronicle-gate --profile batch|layout-batch|deep-batch N
 //     exit 0: every ratio within its threshold; 1: a ratio over it twice; 2: the run failed.
 // `--once` prints the ratios and compares nothing (for scripts/bench-ab.sh and the README's figures).
+// `--profile` runs only N batches of one side, for callgrind (`--toggle-collect=*profiledBatch*`).
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? {
@@ -115,7 +117,40 @@ struct Thresholds: Decodable {
     var ratios: [String: Entry]
 }
 
+/// Runs `count` batches of 1,000 sets of one side of a gated ratio, and nothing else measured:
+/// callgrind's `--toggle-collect=*profiledBatch*` then counts only their instructions.
+func profile(_ side: String, count: Int) throws {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("chronicle-gate-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let keys = (0..<1_000).map { Key<Int>("bench.batch\($0)", default: 0, sync: .automaticSmall) }
+    switch side {
+    case "batch", "deep-batch":
+        let store = try Store(directory: scratch)
+        let warmup = side == "deep-batch" ? 101 : 1
+        for revision in 0..<warmup { try store.write { b in for (i, k) in keys.enumerated() { b[k] = revision + i } } }
+        try store.waitForAutomaticCompaction()
+        @inline(never) func profiledBatch(_ index: Int) throws {
+            try store.write { b in for (i, k) in keys.enumerated() { b[k] = warmup + index + i } }
+            try store.waitForAutomaticCompaction()
+        }
+        for index in 0..<count { try profiledBatch(index) }
+    case "layout-batch":
+        let layout = EventLayoutLMDB(path: scratch.path)
+        let names = keys.map { Array($0.name.utf8) }
+        layout.commit(names)
+        @inline(never) func profiledBatch() { layout.commit(names) }
+        for _ in 0..<count { profiledBatch() }
+    default:
+        throw GateFailure(description: "--profile takes batch, deep-batch or layout-batch, not \(side)")
+    }
+}
+
 do {
+    if let side = option("--profile") {
+        try profile(side, count: Int(arguments.last ?? "") ?? 20)
+        exit(0)
+    }
     let first = try measureRatios(rounds: rounds)
     for ratio in first { print(ratio.line) }
     if arguments.contains("--once") { exit(0) }
