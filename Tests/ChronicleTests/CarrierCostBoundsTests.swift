@@ -23,7 +23,7 @@ struct CarrierCostBoundsTests {
             nonce: Sodium.randomBytes(AEAD.nonceBytes), sealedKey: Sodium.randomBytes(48))
     }
 
-    func derivations(_ store: Store) throws -> Int { try store.crypto.get().state.withLock { $0.derivations } }
+    func derivations(_ store: Store) throws -> Int { try store.crypto.get().keks.derivations }
 
     /// A third member joins (its own data key, wrapped under its own salt) and writes once.
     func newcomersRange(_ directory: URL) throws -> (range: EventRange, store: Store) {

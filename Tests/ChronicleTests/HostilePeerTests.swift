@@ -143,11 +143,11 @@ struct HostilePeerTests {
             var forged = try #require(range.events.first)  // a mailbox stores only ranges with events
             forged.origin = ReplicaID.random()
             range.events = [forged]
-            let derivations = try victim.crypto.get().state.withLock { $0.derivations }
+            let derivations = try victim.crypto.get().keks.derivations
             _ = try await deliver(range, to: victim, by: carrier, folder: folder)
             // Records no event names are ignored: never derived, never kept.
             #expect(try victim.quarantinedItems().map(\.reason) == [.unauthenticated])
-            #expect(try victim.crypto.get().state.withLock { $0.derivations } == derivations)
+            #expect(try victim.crypto.get().keks.derivations == derivations)
             try await expectUnharmed(victim, honest)
         }
     }

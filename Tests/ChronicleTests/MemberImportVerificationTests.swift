@@ -18,7 +18,7 @@ struct MemberImportVerificationTests {
             for directory in directories { try? FileManager.default.removeItem(at: directory) }
         }
         let keyFile = keyDirectory.appendingPathComponent("group.key")
-        try Keyring.createKeyFile(keyFile)
+        try KeyEncryptionKeys.createKeyFile(keyFile)
         let configuration = Store.Configuration(keySource: .keyFile(keyFile))
         let stores = try directories.map { try Store(directory: $0, configuration: configuration) }
         try await body(stores, configuration)

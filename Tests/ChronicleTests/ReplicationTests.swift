@@ -97,7 +97,7 @@ struct ReplicationTests {
         let keyDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: keyDirectory) }
         let keyFile = keyDirectory.appendingPathComponent("group.key")
-        try Keyring.createKeyFile(keyFile)
+        try KeyEncryptionKeys.createKeyFile(keyFile)
         let withKey = Store.Configuration(keySource: .keyFile(keyFile))
         let directories = (0..<3).map { _ in temporaryDirectory() }
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }

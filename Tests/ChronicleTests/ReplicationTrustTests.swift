@@ -172,13 +172,13 @@ struct ReplicationTrustTests {
                 event.authenticator?.keyID = record.id
                 return event
             }
-            let before = keyring.state.withLock { $0.derivations }
+            let before = keyring.keks.derivations
             _ = try victim.importRange(rangeFile(events: events, keys: records), from: "a file")
             // The import derived its batch's budget; the retry it started, a pass's.
             victim.waitForKeyRecordRetries()
             var reasons = try victim.quarantinedItems().map(\.reason)
             let first = Keyring.derivationsPerBatch + Keyring.waitingDerivationsPerPass
-            #expect(keyring.state.withLock { $0.derivations } - before == first)
+            #expect(keyring.keks.derivations - before == first)
             #expect(reasons.filter { $0 == .unopenableKey }.count == first)
             #expect(reasons.filter { $0 == .derivationBudget }.count == 64 - first)
             // The next import (an honest one) derives its own key and applies its events in full.
@@ -190,10 +190,10 @@ struct ReplicationTrustTests {
             victim.waitForKeyRecordRetries()
             reasons = try victim.quarantinedItems().map(\.reason)
             // One derivation for the honest member's key, and at most a pass's per import since.
-            let derived = keyring.state.withLock { $0.derivations } - before
+            let derived = keyring.keks.derivations - before
             #expect(derived > first && derived <= first + 1 + Keyring.waitingDerivationsPerPass * imports.withLock { $0 })
             #expect(reasons.filter { $0 == .unopenableKey }.count == derived - 1)
-            #expect(keyring.state.withLock { $0.keks.count } <= 3)  // only this store's own KEKs are kept as its own
+            #expect(keyring.keks.cachedCount <= 3)  // only this store's own KEKs are kept as its own
         }
     }
 

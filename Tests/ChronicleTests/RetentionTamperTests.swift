@@ -204,7 +204,7 @@ struct RetentionTamperTests {
             for directory in directories { try? FileManager.default.removeItem(at: directory) }
         }
         let keyFile = keyDirectory.appendingPathComponent("group.key")
-        try Keyring.createKeyFile(keyFile)
+        try KeyEncryptionKeys.createKeyFile(keyFile)
         let member = Store.Configuration(keySource: .keyFile(keyFile))
         let (writer, later) = (try Store(directory: directories[0], configuration: member), try Store(directory: directories[1], configuration: member))
         var relayConfiguration = Store.Configuration()

@@ -275,7 +275,7 @@ struct SecretTests {
         let keyDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: keyDirectory) }
         let keyFile = keyDirectory.appendingPathComponent("group.key")
-        try Keyring.createKeyFile(keyFile)
+        try KeyEncryptionKeys.createKeyFile(keyFile)
         let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         let directoryAttributes = try FileManager.default.attributesOfItem(atPath: keyDirectory.path)

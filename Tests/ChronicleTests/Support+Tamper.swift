@@ -93,7 +93,7 @@ func backdateActiveKey(_ store: Store) throws {
     let records = try store.eventLog.keyRecords
     let active = try #require(try records.activeAndChainKeyIDs().active)
     let key = try keyring.dataKey(active)
-    let wrapping = try keyring.wrappingKey(for: keyring.sourceValue, reusing: nil)
+    let wrapping = try keyring.keks.wrappingKey(for: keyring.sourceValue, reusing: nil)
     let record = try WrappedKey.wrap(
         key, id: active, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits,
         created: Keyring.chainKeyedAtKeyCreationSince - 86_400_000, kek: wrapping.kek)

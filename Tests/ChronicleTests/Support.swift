@@ -89,7 +89,7 @@ func temporaryKeyFile() throws -> (file: URL, cleanUp: @Sendable () -> Void) {
     let directory = temporaryDirectory()
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let file = directory.appendingPathComponent("group.key")
-    try Keyring.createKeyFile(file)
+    try KeyEncryptionKeys.createKeyFile(file)
     return (file, { try? FileManager.default.removeItem(at: directory) })
 }
 

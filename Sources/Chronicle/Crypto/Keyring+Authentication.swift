@@ -215,7 +215,7 @@ extension Keyring {
         guard needed, case .passphrase = sourceValue else { return nil }
         let active = try keyRecords.activeRecord()
         guard let active, active.kind == .passphrase else { return nil }
-        return try KeyDerivation.derive(length: 32, id: 4, context: "chr.unop", from: try kek(for: active))
+        return try KeyDerivation.derive(length: 32, id: 4, context: "chr.unop", from: try keks.kek(for: active))
     }
 
     /// A received record's tag (docs/FORMAT.md 7.2): BLAKE2b-128 of its bytes keyed with `key`.

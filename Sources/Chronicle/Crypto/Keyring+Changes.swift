@@ -14,7 +14,7 @@ extension Keyring {
         let records = try keyRecords.wrappedKeys()
         var unwrapped: [KeyID: SecureBytes] = [:]
         for record in records { unwrapped[record.id] = try unwrap(record) }
-        let wrapping = try wrappingKey(for: newSource, reusing: nil)
+        let wrapping = try keks.wrappingKey(for: newSource, reusing: nil)
         let now = UnixMilliseconds.now()
         try keyRecords.rewrapAll { record in
             guard let key = unwrapped[record.id] ?? state.withLock({ $0.dataKeys[record.id] }) else {
@@ -23,10 +23,7 @@ extension Keyring {
             return try WrappedKey.wrap(
                 key, id: record.id, kind: wrapping.kind, salt: wrapping.salt, limits: wrapping.limits, created: now, kek: wrapping.kek)
         }
-        state.withLock { state in
-            state.source = newSource
-            state.keks.removeAll()  // KEKs of the old passphrase
-        }
+        keks.replaceSource(with: newSource)  // and forgets the KEKs of the old passphrase
     }
 
     /// Makes a new data key active; older keys keep opening older events.
@@ -75,7 +72,7 @@ extension Keyring {
             if state.travelSalt == nil { state.travelSalt = Sodium.randomBytes(PasswordHash.saltBytes) }
             return state.travelSalt ?? []
         }
-        let kek = try passphraseKEK(passphrase, salt: salt, limits: travel)
+        let kek = try keks.passphraseKEK(passphrase, salt: salt, limits: travel)
         let records = try missing.map { record in
             try WrappedKey.wrap(
                 try dataKey(record.id), id: record.id, kind: .passphrase, salt: salt, limits: travel, created: record.created, kek: kek)

@@ -4,7 +4,7 @@ import ChronicleSodium
 import Foundation
 import Synchronization
 
-extension Keyring {
+extension KeyEncryptionKeys {
     // MARK: - Key files
 
     /// Where the key material of a store opened without a key source lives: in the keychain
