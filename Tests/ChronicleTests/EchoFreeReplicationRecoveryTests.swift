@@ -39,12 +39,16 @@ struct EchoFreeReplicationRecoveryTests {
 
     // MARK: Released quarantine items are not the sender's
 
-    /// Six members' keys arrive in one batch from relay A: four are derived, two wait for the
-    /// next import (the derivation budget), and their events wait for their keys. The next
-    /// import is the (empty) pull from relay B: it derives the waiting keys and releases the
-    /// events, which came from A, not from B, so they are pushed to B, and a device that syncs
-    /// only through B gets all six.
-    @Test func eventsReleasedFromTheQuarantineDuringAnotherPeersPullArePushedToIt() async throws {
+    /// Six members' keys arrive in one batch from relay A: four are derived, two wait (the
+    /// derivation budget), and their events wait for their keys. The retry of waiting records
+    /// (on a thread of its own, started by the import) derives the two and releases their
+    /// events, which came from A, not from B: the next sync pushes them to B, so a device that
+    /// syncs only through B gets all six.
+    ///
+    /// Each sync is followed by a wait for that retry (the condition the next sync needs): the
+    /// test once checked right after the second sync and failed whenever the retry thread had
+    /// not run yet (4 of 6, in most runs while other work kept both cores busy).
+    @Test func eventsReleasedFromTheQuarantineArePushedToThePeersTheyDidNotComeFrom() async throws {
         let directories = (0..<10).map { _ in temporaryDirectory() }
         defer { for directory in directories { try? FileManager.default.removeItem(at: directory) } }
         var relayConfiguration = Store.Configuration()
@@ -56,20 +60,24 @@ struct EchoFreeReplicationRecoveryTests {
             try member.set("from member \(i)", for: Self.key("m\(i)"))
             try await Replicator(store: member, peers: [.store(relayA)]).sync()
         }
+        /// Syncs `store` with `peers`, then waits until no retry of waiting key records runs.
+        func sync(_ store: Store, _ peers: [Peer]) async throws -> SyncReport {
+            let report = try await Replicator(store: store, peers: peers).sync()
+            store.waitForKeyRecordRetries()
+            return report
+        }
         let device = try Store(directory: directories[8], configuration: passphraseConfiguration("the group"))
-        let report = try await Replicator(store: device, peers: [.store(relayA), .store(relayB)]).sync()
-        _ = try await Replicator(store: device, peers: [.store(relayA), .store(relayB)]).sync()
+        _ = try await sync(device, [.store(relayA), .store(relayB)])
         let held = (0..<6).filter { device[Self.key("m\($0)")] == "from member \($0)" }
         #expect(held.count == 6, "the device holds \(held)")
+        let report = try await sync(device, [.store(relayA), .store(relayB)])
         let atB = try (0..<6).filter { i in
             try relayB.history(of: Self.key("m\(i)")).isEmpty == false
         }
         #expect(atB.count == 6, "relay B holds only \(atB) of the six; pushed to B: \(report.peers.map { ($0.peer, $0.sent) })")
-        // A member that syncs only through B never sees the two.
+        // A member that syncs only through B: four derivations in the import, the rest in the retry.
         let other = try Store(directory: directories[9], configuration: passphraseConfiguration("the group"))
-        // Six new keys: four derivations per batch, the rest on the next sync (the derivation budget).
-        _ = try await Replicator(store: other, peers: [.store(relayB)]).sync()
-        _ = try await Replicator(store: other, peers: [.store(relayB)]).sync()
+        _ = try await sync(other, [.store(relayB)])
         let seen = (0..<6).filter { other[Self.key("m\($0)")] == "from member \($0)" }
         #expect(seen.count == 6, "a member behind B sees only \(seen)")
     }
