@@ -75,13 +75,17 @@ struct ChangeStreamTests {
             try store.set("s3cret", for: .apiToken)
             let eventLog = try store.eventLog
             let heard = Shared<[LogEntry]>([])
+            let (first, firstHeard) = AsyncStream<Void>.makeStream()
             let reader = Task {
-                for await change in store.changes() { heard.withLock { $0.append(change) } }
+                for await change in store.changes() {
+                    heard.withLock { $0.append(change) }
+                    firstHeard.yield()
+                }
             }
-            // The stream has read the log and waits for more (at most 30 s: a bound, not a measurement).
-            for _ in 0..<3_000 where heard.withLock({ $0.isEmpty }) || eventLog.observers.isEmpty {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            // The stream subscribes before it reads the log: once it hands out the change it
+            // read, it waits for more.
+            for await _ in first { break }
+            #expect(!eventLog.observers.isEmpty)
             reader.cancel()
             await reader.value
             let seen = heard.withLock { $0 }

@@ -18,12 +18,9 @@ struct ObservationTests {
                 return Task { for await value in updates { return value } ; return [] }
             }
             for observer in observers { #expect(await observer.value == elements) }
-            var open = true
-            for _ in 0..<3_000 where open {  // at most 30 s: a bound, not a measurement
-                open = !store.channels.isEmpty
-                if open { try await Task.sleep(for: .milliseconds(10)) }
-            }
-            #expect(!open, "a channel outlived its observers")
+            // The channels close as the observers' streams end: waited for, with a hang guard.
+            let closed = await finishes(Task { await store.channels.waitUntilEmpty() })
+            #expect(closed, "a channel outlived its observers")
             #expect(try store.eventLog.observers.isEmpty)
         }
     }
@@ -186,14 +183,11 @@ struct ObservationTests {
             task.cancel()
             await task.value
             #expect(eventLog.observers.isEmpty)
-            // The poller notices at its next tick that nobody listens, and stops (a hang guard of
-            // a minute, not a measure).
-            var polling = true
-            for _ in 0..<1_200 where polling {
-                polling = eventLog.poller.task.withLock { $0 != nil }
-                if polling { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(!polling, "the poller kept running with nobody listening")
+            // The poller notices at its next tick that nobody listens, and its task ends (waited
+            // for, with a hang guard of a minute).
+            let polling = try #require(eventLog.poller.task.withLock { $0 })
+            #expect(await finishes(Task { await polling.value }, within: .seconds(60)), "the poller kept running with nobody listening")
+            #expect(eventLog.poller.task.withLock { $0 == nil })
         }
     }
 

@@ -6,9 +6,24 @@ import Synchronization
 /// its handler in the log's observer hub: what a store's `updates(of:)` joins.
 final class KeyChannels: Sendable {
     private let open = Mutex<[ChannelID: OpenChannel]>([:])
+    /// Who waits for the last channel to close (``waitUntilEmpty()``), under the lock of `open`'s changes.
+    private let emptiedWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     /// Whether no channel is open (every observation ended).
     var isEmpty: Bool { open.withLock { $0.isEmpty } }
+
+    /// Returns once no channel is open: at once when none is, else when the last one closes (a
+    /// gate tests wait on instead of polling ``isEmpty``).
+    func waitUntilEmpty() async {
+        await withCheckedContinuation { continuation in
+            let now = open.withLock { channels in
+                if channels.isEmpty { return true }
+                emptiedWaiters.withLock { $0.append(continuation) }
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 
     /// Subscribes `continuation` to the channel of `key` for values of its type, opening the
     /// channel (and its handler in the log's observer hub) on first use. One lock covers finding
@@ -42,11 +57,17 @@ final class KeyChannels: Sendable {
 
     /// Closes `channel`, opened under `id`, when its last subscriber has gone.
     func closeIfIdle<K: ValueKey>(_ channel: KeyChannel<K>, id: ChannelID, eventLog: EventLog) {
-        open.withLock { channels in
-            guard let open = channels[id], (open.channel as? KeyChannel<K>) === channel, channel.isIdle else { return }
+        let waiters = open.withLock { channels -> [CheckedContinuation<Void, Never>] in
+            guard let open = channels[id], (open.channel as? KeyChannel<K>) === channel, channel.isIdle else { return [] }
             channels[id] = nil
             eventLog.observers.remove(open.handler)
+            guard channels.isEmpty else { return [] }
+            return emptiedWaiters.withLock { waiters in
+                defer { waiters = [] }
+                return waiters
+            }
         }
+        for waiter in waiters { waiter.resume() }
     }
 }
 
