@@ -62,10 +62,8 @@ func gatherValues<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
             if done { return }
         }
     }
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline, !stop(box.withLock { $0 }) {
-        try? await Task.sleep(for: .milliseconds(20))
-    }
+    // The reader ends when `stop` holds; the bound only tells a stream that never delivers.
+    _ = await finishes(reader, within: .seconds(seconds))
     reader.cancel()
     _ = await reader.value
     return box.withLock { $0 }
