@@ -566,12 +566,8 @@ import Glibc
         #expect(errors.withLock { $0 } == [])
         // The log closes once nothing holds it; a group's leader on the committer's queue may hold
         // it a moment after the last store is released (a guard, not a measurement).
-        var open = true
-        for _ in 0..<3_000 where open {
-            open = EventLogRegistry.isOpen(path: directory.resolvingSymlinksInPath().path)
-            if open { Thread.sleep(forTimeInterval: 0.01) }
-        }
-        #expect(!open, "the log stayed open after every store on it was released")
+        let closed = EventLogRegistry.waitUntilClosed(path: directory.resolvingSymlinksInPath().path, timeout: .seconds(30))
+        #expect(closed, "the log stayed open after every store on it was released")
         let store = try Store(directory: directory)
         for thread in 0..<4 {
             for k in 0..<5 { #expect(store[Key<Int>("lease.\(thread).\(k)", default: 0)] == rounds, "\(thread).\(k)") }

@@ -129,6 +129,7 @@ package final class EventLog: Sendable {
     deinit {
         background.flushTask.withLock { $0?.cancel() }  // the poller's and the drift guard's end with them
         try? environment.flush()
+        EventLogRegistry.logClosed()  // the registry's weak reference is nil from here on
     }
 }
 

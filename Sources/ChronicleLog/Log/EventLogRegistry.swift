@@ -75,6 +75,31 @@ package enum EventLogRegistry {
         return entries.withLock { $0[identity]?.live != nil }
     }
 
+    /// Signalled each time a log closes (``waitUntilClosed(path:timeout:)``).
+    private static let closedSignal = NSCondition()
+
+    /// A log closed (its last holder let go): wakes who waits for one to close.
+    static func logClosed() {
+        closedSignal.lock()
+        closedSignal.broadcast()
+        closedSignal.unlock()
+    }
+
+    /// Waits until this process no longer has the store at `path` open (``isOpen(path:)``), at
+    /// most `timeout` (a bound that tells a log something keeps open from a slow machine).
+    /// - Returns: whether it closed.
+    package static func waitUntilClosed(path: String, timeout: Duration) -> Bool {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        closedSignal.lock()
+        defer { closedSignal.unlock() }
+        while isOpen(path: path) {
+            // Checked and waited for under the signal's lock: a close in between is not missed.
+            if !closedSignal.wait(until: deadline) { return !isOpen(path: path) }
+        }
+        return true
+    }
+
     /// Runs `body` while this process has the store at `path` closed and opens no store until
     /// `body` returns (an open on another thread waits): for replacing the data file.
     /// - Throws: ``ChronicleError/invalidArgument(_:)`` when the store is open in this process.
