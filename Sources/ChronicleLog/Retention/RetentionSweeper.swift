@@ -265,13 +265,17 @@ extension RetentionSweeper {
             }
             return candidates
         }
-        guard !log.retention.schedule.withLock({ $0.stopped }) else { return (false, 0, []) }
-        guard !candidates.isEmpty else {
-            log.retention.schedule.withLock { $0.found(counted, epoch: epoch) }
-            return (true, 0, [])
+        // Remembered under the epoch they were counted in (a compaction may renumber the log
+        // before the write transaction, whose counts are then of another epoch).
+        let stopped = log.retention.schedule.withLock { schedule in
+            schedule.found(counted, epoch: epoch)
+            return schedule.stopped
         }
+        guard !stopped else { return (false, 0, []) }
+        guard !candidates.isEmpty else { return (true, 0, []) }
+        counted = []
         let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
-            epoch = try EventLog.epoch(txn, dbs).bytes  // what this transaction counts is of its own epoch
+            epoch = try EventLog.epoch(txn, dbs).bytes
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
             var identities: [ReplicaID: [UInt64]] = [:]
