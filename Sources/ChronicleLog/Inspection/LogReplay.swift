@@ -5,17 +5,22 @@ import Foundation
 
 /// Reading the whole log in order, checking its chain (`replayLog`), and rebuilding the views and the history index from it.
 package struct LogReplay: Sendable {
-    let log: EventLog
+    /// What it reads and rebuilds: the log's environment and databases.
+    let storage: LogStorage
+    /// Who hears that the views were rebuilt.
+    let observers: ObserverHub
+    /// The events held back for their time, which a rebuild keeps out of the views.
+    let driftGuard: DriftGuard
+    /// The keys the chain is checked with.
+    let chainKeys: ChainKeys
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
-    private var observers: ObserverHub { log.observers }
-    private var driftGuard: DriftGuard { log.driftGuard }
-    private var chainKeys: ChainKeys { log.chainKeys }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
+    private var historyIndex: HistoryIndex { HistoryIndex(storage: storage) }
 }
 
 extension EventLog {
-    package var replayer: LogReplay { LogReplay(log: self) }
+    package var replayer: LogReplay { LogReplay(storage: storage, observers: observers, driftGuard: driftGuard, chainKeys: chainKeys) }
 }
 
 extension LogReplay {
@@ -192,7 +197,7 @@ extension LogReplay {
             var waiting: [[UInt8]] = []
             var latest = try LogHead.read(txn, dbs).hlc
             for database in [dbs.defaults, dbs.secrets, dbs.deferred] { try txn.clear(database) }
-            try log.historyIndex.clearHistory(txn)
+            try historyIndex.clearHistory(txn)
             _ = try replayLog(txn) { sequence, event in
                 let held = driftGuard.isAhead(event.hlc, now: now)
                 if !held { latest = max(latest, event.hlc) }  // in the views: the clock moves past it
@@ -210,7 +215,7 @@ extension LogReplay {
                     try txn.put(dbs.view(domain), key: key, value: winner.encoded(), flags: .append)
                 }
             }
-            try log.historyIndex.writeLatest(heads, txn)
+            try historyIndex.writeLatest(heads, txn)
             waiting.sort { $0.lexicographicallyPrecedes($1) }
             for key in waiting { try txn.put(dbs.deferred, key: key, value: [], flags: .append) }
             try txn.put(dbs.meta, key: MetaKey.hlc, value: latest.rawValue.bigEndianBytes)
@@ -229,7 +234,8 @@ package struct ReplayedKey {
         let before = last == 0 ? nil : last
         last = sequence
         guard !heldBack else { return before }
-        if let winner, !event.wins(over: winner.order) { return before }
+        // The order alone, not a copy of the entry (its payload and ids retained and released a record).
+        if let current = winner?.order, !event.wins(over: current) { return before }
         winner = ViewEntry(event: event, sequence: sequence)
         return before
     }

@@ -5,16 +5,19 @@ import Foundation
 
 /// Checks the log, its head and its views without changing anything (`chronicle verify`, `Store.verify()`).
 package struct Verification: Sendable {
-    let log: EventLog
+    /// How it reads the log: its replay, over the log's storage, drift guard and chain keys.
+    let replayer: LogReplay
+    /// This replica: its own events are checked against its writer's counters.
+    let replica: ReplicaID
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
-    private var driftGuard: DriftGuard { log.driftGuard }
-    private var chainKeys: ChainKeys { log.chainKeys }
+    private var environment: Environment { replayer.storage.environment }
+    private var dbs: Databases { replayer.storage.dbs }
+    private var driftGuard: DriftGuard { replayer.driftGuard }
+    private var chainKeys: ChainKeys { replayer.chainKeys }
 }
 
 extension EventLog {
-    package var verification: Verification { Verification(log: self) }
+    package var verification: Verification { Verification(replayer: replayer, replica: replica) }
 }
 
 extension Verification {
@@ -63,12 +66,23 @@ extension Verification {
         private(set) var sum: UInt64 = 0
         private(set) var count = 0
 
-        mutating func add(_ dot: [UInt8], _ sequence: UInt64) {
+        /// Adds a `dots` row: its key (an event's dot, 24 bytes) and the sequence it names.
+        mutating func add(_ dot: UnsafeRawBufferPointer, _ sequence: UInt64) {
             var hasher = Hasher()
-            dot.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(bytes: dot)
             hasher.combine(sequence)
             sum &+= UInt64(bitPattern: Int64(hasher.finalize()))
             count += 1
+        }
+
+        /// Adds an event's identity at `sequence`, hashed as its `dots` row would be, its dot
+        /// built on the stack (no array per event).
+        mutating func add(_ event: Event, _ sequence: UInt64) {
+            withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { dot in
+                event.origin.bytes.withUnsafeBytes { dot.copyMemory(from: $0) }
+                dot.storeBytes(of: event.counter.bigEndian, toByteOffset: 16, as: UInt64.self)
+                add(UnsafeRawBufferPointer(dot), sequence)
+            }
         }
     }
 
@@ -82,7 +96,7 @@ extension Verification {
         try txn.scanInPlace(dbs.dots) { key, value in
             guard key.count == 24, value.count == 8 else { return true }
             let sequence = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
-            if sequence != 0 { rows.add(Array(key), sequence) }
+            if sequence != 0 { rows.add(key, sequence) }
             return true
         }
         guard rows.sum != events.sum || rows.count != events.count else { return }
@@ -128,9 +142,9 @@ extension Verification {
                 var ownAuthenticated: [UInt64] = []
                 var ownSealed: [UInt64] = []
                 var authenticating = Set<ReplicaID>()  // replicas seen writing authenticated events
-                let replay = try log.replayer.replayLog(txn) { sequence, event in
+                let replay = try replayer.replayLog(txn) { sequence, event in
                     if let progress, sequence % 4096 == 0 { progress(sequence, total) }
-                    eventDots.add(event.dot, sequence)
+                    eventDots.add(event, sequence)
                     if let verifier {
                         // A member authenticates every event it writes: once a replica's events carry
                         // authenticators, a later one without is a stripped one.
@@ -144,7 +158,7 @@ extension Verification {
                         if let id = event.authenticator?.keyID, verifier.holdsKey(id), let problem = verifier.verify(event) {
                             throw ChronicleError.corruptRecord(sequence: sequence, reason: problem)
                         }
-                        if event.replica == log.replica {
+                        if event.replica == replica {
                             if event.authenticator.map({ verifier.holdsKey($0.keyID) }) == true { ownAuthenticated.append(sequence) }
                             if event.sealed, (try? Envelope(decoding: event.payload)).map({ verifier.holdsKey($0.keyID) }) == true {
                                 ownSealed.append(sequence)
@@ -238,8 +252,10 @@ extension Verification {
         }
         var index = 0
         var found: ChronicleError?
-        try txn.scan(dbs.previous) { key, value in
-            let sequence = UInt64(bigEndianBytes: key) ?? 0
+        // Read in place: a row's bytes are compared, never copied (one link a record).
+        func bigEndian(_ bytes: UnsafeRawBufferPointer) -> UInt64? { bytes.count == 8 ? UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) : nil }
+        try txn.scanInPlace(dbs.previous) { key, value in
+            let sequence = bigEndian(key) ?? 0
             guard index < links.count, sequence == links[index].sequence else {
                 if index < links.count, links[index].sequence < sequence {
                     found = try problem(links[index].sequence, "has no link for record \(links[index].sequence)")
@@ -248,7 +264,7 @@ extension Verification {
                 }
                 return false
             }
-            guard UInt64(bigEndianBytes: value) == links[index].before else {
+            guard bigEndian(value) == links[index].before else {
                 found = try problem(sequence, "links record \(sequence) to another record than its key's one before it (\(links[index].before))")
                 return false
             }
