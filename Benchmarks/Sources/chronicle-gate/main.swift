@@ -10,7 +10,7 @@ import Foundation
 // fails the gate only when it is over again.
 //
 //   chronicle-gate [--thresholds FILE] [--rounds N] [--once]
-//   chronicle-gate --profile batch|layout-batch|deep-batch N
+//   chronicle-gate --profile batch|layout-batch|deep-batch|deep-latency|verify N
 //     exit 0: every ratio within its threshold; 1: a ratio over it twice; 2: the run failed.
 // `--once` prints the ratios and compares nothing (for scripts/bench-ab.sh and the README's figures).
 // `--profile` runs only N batches of one side, for callgrind (`--toggle-collect=*profiledBatch*`).
@@ -135,6 +135,30 @@ func profile(_ side: String, count: Int) throws {
             try store.waitForAutomaticCompaction()
         }
         for index in 0..<count { try profiledBatch(index) }
+    case "deep-latency":
+        // chronicle-bench's row "keys with 300 revisions": 270 batches of 1,000 keys, then `count`
+        // batches timed while the automatic compaction drops what the default retention does not
+        // keep, beside them (its write transactions take the write lock too). Prints the median.
+        let store = try Store(directory: scratch)
+        for round in 0..<270 { try store.write { b in for (i, k) in keys.enumerated() { b[k] = round + i } } }
+        var times: [Double] = []
+        for round in 0..<count {
+            let start = ContinuousClock.now
+            try store.write { b in for (i, k) in keys.enumerated() { b[k] = 270 + round + i } }
+            let elapsed = ContinuousClock.now - start
+            times.append(Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        print(String(format: "deep batch beside the compaction: median %.2f ms (%.2f–%.2f)", median(times), times.min() ?? 0, times.max() ?? 0))
+    case "verify":
+        // chronicle-bench --profile-replay's store: `count` × 1,000 events over 5,000 keys.
+        var options = Store.Configuration()
+        options.durability = .noMetaSync
+        let store = try Store(directory: scratch, configuration: options)
+        for round in 0..<count {
+            try store.write { b in for i in 0..<1_000 { b[Key<Int>("bench.p\((round * 1_000 + i) % 5_000)", default: 0, sync: .automaticSmall)] = i } }
+        }
+        @inline(never) func profiledBatch() throws { _ = try store.verify() }
+        try profiledBatch()
     case "layout-batch":
         let layout = EventLayoutLMDB(path: scratch.path)
         let names = keys.map { Array($0.name.utf8) }
@@ -142,7 +166,7 @@ func profile(_ side: String, count: Int) throws {
         @inline(never) func profiledBatch() { layout.commit(names) }
         for _ in 0..<count { profiledBatch() }
     default:
-        throw GateFailure(description: "--profile takes batch, deep-batch or layout-batch, not \(side)")
+        throw GateFailure(description: "--profile takes batch, deep-batch, deep-latency, verify or layout-batch, not \(side)")
     }
 }
 
