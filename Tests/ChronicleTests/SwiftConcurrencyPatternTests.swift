@@ -1,6 +1,7 @@
 import Chronicle
 import ChronicleTesting
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Observation)
 import Observation
@@ -60,17 +61,35 @@ struct SwiftConcurrencyPatternTests {
         try await withTemporaryStore { store, _ async throws in
             let model = await Model(store: store)
             try store.set(.dark, for: .theme)
-            let seen = await firstElement(of: AsyncStream<Theme> { continuation in
-                Task { @MainActor in
-                    for _ in 0..<10_000 where model.theme.value != .dark { try? await Task.sleep(for: .milliseconds(5)) }
-                    continuation.yield(model.theme.value)
-                    continuation.finish()
-                }
-            }) { _ in true }
-            #expect(seen == .dark)
+            // Waited for as SwiftUI would: Observation says when the value changed (a hang guard of 30 s).
+            let seen = await finishes(Task { @MainActor in await untilObserved { model.theme.value == .dark } })
+            #expect(seen)
+            #expect(await model.theme.value == .dark)
             await MainActor.run { model.launches = 2 }
             #expect(store[.launches] == 2)
         }
     }
     #endif
 }
+
+#if canImport(Observation)
+/// Returns once `condition` holds, checking it again each time Observation reports a change of
+/// what it read (`withObservationTracking`), never on a timer.
+@MainActor func untilObserved(_ condition: @escaping @MainActor () -> Bool) async {
+    /// Resumes a continuation once, whether the change or the check comes first.
+    final class Once: Sendable {
+        let done = Atomic(false)
+        func first() -> Bool { done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+    }
+    var holds = false
+    while !holds {
+        holds = await withCheckedContinuation { (resume: CheckedContinuation<Bool, Never>) in
+            let once = Once()
+            let now = withObservationTracking { condition() } onChange: {
+                if once.first() { resume.resume(returning: false) }
+            }
+            if now, once.first() { resume.resume(returning: true) }
+        }
+    }
+}
+#endif
