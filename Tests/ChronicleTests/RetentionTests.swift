@@ -181,7 +181,8 @@ struct RetentionTests {
     /// A routine compaction renumbers nothing: a `changes(from:)` reader resumes where it was
     /// (no restart from 0, the same epoch), observers hear nothing, and a checkpoint inside what
     /// was dropped still resumes.
-    @Test func readersKeepTheirPlaceThroughCompaction() async throws {
+    @Test(.timeLimit(.minutes(5)))  // a hang guard: the observer's values are awaited
+    func readersKeepTheirPlaceThroughCompaction() async throws {
         try await withTemporaryStore { store, _ in
             let key = Key<Int>("retention.read", default: 0, retention: .revisions(2))
             // The automatic compaction waits while the reader takes its places: a pass that ran
@@ -198,11 +199,18 @@ struct RetentionTests {
             eventLog.sweeper.resumeSweeping()
             let early = seen[9].checkpoint  // a place that retention drops
             let late = seen[49].checkpoint
-            let heard = Mutex(0)
+            // What the observer hears, and a signal for each value (waited for, never polled).
+            let heard = Mutex<[Int]>([])
+            let (arrivals, arrived) = AsyncStream<Void>.makeStream()
             let observer = Task {
-                for await _ in store.updates(of: key) { heard.withLock { $0 += 1 } }
+                for await value in store.updates(of: key) {
+                    heard.withLock { $0.append(value) }
+                    arrived.yield()
+                }
             }
-            #expect(try await eventually { heard.withLock { $0 } == 1 })  // the current value
+            var next = arrivals.makeAsyncIterator()
+            await next.next()
+            #expect(heard.withLock { $0 } == [50])  // the current value
             _ = try store.applyRetention()
             #expect(try recordKinds(store).events == 2)  // 48 dropped, by this pass or the one that started at open
             try store.set(51, for: key)
@@ -220,9 +228,10 @@ struct RetentionTests {
             }
             // What the log still holds after the early place: the kept records, not a restart from 0.
             #expect(fromEarly.map(\.sequence) == [49, 50, 51])
-            #expect(try await eventually { heard.withLock { $0 } == 2 })  // 51, and nothing for the compaction
+            await next.next()
+            #expect(heard.withLock { $0 } == [50, 51])  // 51, and nothing for the compaction
             observer.cancel()
-            #expect(heard.withLock { $0 } == 2)
+            #expect(heard.withLock { $0 } == [50, 51])
         }
     }
 
