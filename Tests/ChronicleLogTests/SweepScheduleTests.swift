@@ -98,4 +98,17 @@ struct SweepScheduleTests {
         schedule.found([(c, RevisionCount(latest: 5, count: 1))], epoch: two)
         #expect(schedule.revisionCounts([a, c], epoch: two) == [nil, RevisionCount(latest: 5, count: 1)], "the old epoch's counts are gone")
     }
+
+    /// At most ``SweepSchedule/maxDirtyKeys`` counts are remembered: past it a new key is not
+    /// (its next pass walks it whole, the cost before counts), and a remembered one still updates.
+    @Test func rememberedCountsAreBounded() {
+        var schedule = SweepSchedule()
+        let epoch: [UInt8] = [1]
+        let prefixes = (0...SweepSchedule.maxDirtyKeys).map { Self.prefix("k\($0)") }
+        schedule.found(prefixes.map { ($0, RevisionCount(latest: 1, count: 1)) }, epoch: epoch)
+        let (first, last) = (prefixes[0], prefixes[SweepSchedule.maxDirtyKeys])
+        #expect(schedule.revisionCounts([first, last], epoch: epoch) == [RevisionCount(latest: 1, count: 1), nil])
+        schedule.found([(first, RevisionCount(latest: 9, count: 2))], epoch: epoch)
+        #expect(schedule.revisionCounts([first], epoch: epoch) == [RevisionCount(latest: 9, count: 2)])
+    }
 }

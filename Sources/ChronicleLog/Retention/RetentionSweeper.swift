@@ -251,7 +251,7 @@ extension RetentionSweeper {
         var epoch: [UInt8] = []
         let candidates = try environment.read { txn -> [[UInt8]] in
             guard try txn.count(dbs.legacyHistory) == 0 else { return [] }  // the next write reindexes first
-            epoch = try EventLog.epoch(txn, dbs).bytes
+            epoch = try Self.epochBytes(txn, dbs)
             let known = log.retention.schedule.withLock { $0.revisionCounts(prefixes, epoch: epoch) }
             var candidates: [[UInt8]] = []
             for (prefix, hint) in zip(prefixes, known) {
@@ -273,9 +273,11 @@ extension RetentionSweeper {
         }
         guard !stopped else { return (false, 0, []) }
         guard !candidates.isEmpty else { return (true, 0, []) }
-        counted = []
         let (dropped, unfinished) = try log.withHead(.whenAppended) { txn, head -> (Int, [[UInt8]]) in
-            epoch = try EventLog.epoch(txn, dbs).bytes
+            // A write that finds the map full runs this again from scratch: nothing of a run
+            // that was rolled back may be remembered (its counts assume drops that never happened).
+            counted = []
+            epoch = try Self.epochBytes(txn, dbs)
             var budget = Self.maxDropsPerStep
             var unfinished: [[UInt8]] = []
             var identities: [ReplicaID: [UInt64]] = [:]
@@ -301,6 +303,12 @@ extension RetentionSweeper {
         }
         log.retention.schedule.withLock { $0.found(counted, epoch: epoch) }
         return (true, dropped, unfinished)
+    }
+
+    /// The log's epoch as `meta` holds it, compared as bytes only (an entry a damaged store
+    /// mangled is `verify`'s to report; here it only labels the counts a pass remembers).
+    private static func epochBytes(_ txn: borrowing Transaction, _ dbs: Databases) throws -> [UInt8] {
+        try txn.get(dbs.meta, key: MetaKey.epoch) ?? []
     }
 
     /// Applies every key's retention now, over the whole log, in the same steps as the automatic

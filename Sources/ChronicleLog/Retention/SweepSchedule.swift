@@ -35,8 +35,9 @@ package struct SweepSchedule: Sendable {
     /// only: a count is never below the truth while the epoch holds (records join a history at
     /// its top; a drop by another process makes it high, which costs the walk the drop makes
     /// anyway, never a record), and a new epoch (a compaction renumbered the log) forgets them.
-    /// A count taken low (a build that renumbers without a new epoch) makes its key keep more
-    /// than its limit until the count passes it: the drop then walks the key and counts anew.
+    /// Only what a transaction that committed counted is remembered. Were a count ever low, its
+    /// key would keep more than its limit until the count passed it (the drop then walks the
+    /// key and counts anew); no record is dropped on a count's word.
     private var revisions: [HashedPrefix: RevisionCount] = [:]
     private var revisionsEpoch: [UInt8] = []
 
