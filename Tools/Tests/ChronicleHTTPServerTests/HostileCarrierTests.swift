@@ -92,15 +92,15 @@ struct HostileCarrierTests {
         let pushes = NIOSingletons.blockingPoolThreadCountSuggestion + 1
         let bodies = Self.junkKeyPushes(pushes, like: model)
         let keyring = try served.crypto.get()
-        let before = keyring.state.withLock { $0.derivations }
+        let before = keyring.keks.derivations
         try await withServer(served, token: "the token") { url in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for body in bodies {
                     group.addTask { _ = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: body) }
                 }
-                while keyring.state.withLock({ $0.derivations }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                while keyring.keks.derivations == before { try await Task.sleep(for: .milliseconds(5)) }
                 let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "the token")
-                let derivedMeanwhile = keyring.state.withLock { $0.derivations } - before
+                let derivedMeanwhile = keyring.keks.derivations - before
                 #expect(info.status == 200)
                 // With pushes on the shared pool, two run at once and info waits until one of them is
                 // done: about 2 × 4 derivations. On their own queue, info answers during the first push's.
@@ -108,7 +108,7 @@ struct HostileCarrierTests {
                 try await group.waitForAll()
             }
         }
-        #expect(keyring.state.withLock { $0.derivations } - before == perPush * pushes)
+        #expect(keyring.keks.derivations - before == perPush * pushes)
         #expect(served[.httpNote] == "kept")
     }
 
@@ -128,16 +128,16 @@ struct HostileCarrierTests {
         let perPush = Keyring.derivationsPerBatch
         let bodies = Self.junkKeyPushes(2, like: model)
         let keyring = try served.crypto.get()
-        let before = keyring.state.withLock { $0.derivations }
+        let before = keyring.keks.derivations
         try await withServer(served, token: "the token") { url in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for body in bodies {
                     group.addTask { _ = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: body) }
                 }
-                while keyring.state.withLock({ $0.derivations }) == before { try await Task.sleep(for: .milliseconds(5)) }
+                while keyring.keks.derivations == before { try await Task.sleep(for: .milliseconds(5)) }
                 member[.httpNote] = "second"
                 let push = try await rawRequest(url.appendingPathComponent("v1/range"), method: .POST, token: "the token", body: try member.exportRange(after: 0))
-                let derivedMeanwhile = keyring.state.withLock { $0.derivations } - before
+                let derivedMeanwhile = keyring.keks.derivations - before
                 #expect(push.status == 200)
                 #expect(served[.httpNote] == "second")
                 // Imports one at a time, each with its derivations, answered it after all eight.

@@ -158,9 +158,9 @@ extension HubTests {
                 let nudge = Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: [junkEvent], opaque: []).encoded())
                 #expect(try await rawRequest(push, method: .POST, token: carrier, body: nudge).status == 200)
                 let laptop = try Store(directory: laptopDirectory, configuration: groupConfiguration("family secret"))
-                let opened = try laptop.crypto.get().state.withLock { $0.derivations }
+                let opened = try laptop.crypto.get().keks.derivations
                 try await Replicator(store: laptop, peers: [hub.peer(node: 0, token: laptopToken)]).sync()
-                derivations += try laptop.crypto.get().state.withLock { $0.derivations } - opened
+                derivations += try laptop.crypto.get().keks.derivations - opened
                 if sync == 1 { #expect(laptop[.hubNote] == "from the new phone", "the phone's key did not reach the laptop in its first sync") }
             }
             let laptop = try Store(directory: laptopDirectory, configuration: groupConfiguration("family secret"))
