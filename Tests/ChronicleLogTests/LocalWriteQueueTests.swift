@@ -51,6 +51,22 @@ import Testing
         #expect(queue.entries.isEmpty)
     }
 
+    /// A batch settles at once when nothing else is queued, and key by key when a later
+    /// admission is: then only the batch's own entries go.
+    @Test func aBatchSettlesWholeOrKeyByKeyBesideALaterOne() {
+        var queue = LocalWriteQueue()
+        let batch = queue.admit([Self.change("a", 1), Self.change("b", 2), Self.change("a", 3)])
+        let later = queue.admit([Self.change("c", 4)])
+        _ = queue.settle(batch.queued, tickets: batch.tickets)
+        #expect(queue.entries.count == 1)
+        #expect(queue.entry(.defaults, "c")?.change.payload == [4])
+        let alone = queue.admit([Self.change("d", 5), Self.change("e", 6)])
+        _ = queue.settle(later.queued, tickets: later.tickets)
+        #expect(queue.entries.count == 2, "the batch after it stays")
+        _ = queue.settle(alone.queued, tickets: alone.tickets)
+        #expect(queue.entries.isEmpty)
+    }
+
     /// A sealed change's plaintext is visible in a copy of its own (the committer wipes its
     /// own), and settlement hands that copy back for wiping.
     @Test func aSealedChangeIsVisibleInACopyThatSettlementHandsBack() {
