@@ -70,25 +70,10 @@ extension HistoryIndex {
             // A build before this index wrote since: the links miss its events until the next write.
             return try sequencesFromTheLog(domain, name, txn).reversed()
         }
-        guard let bytes = try txn.get(dbs.latest, key: HistoryKey.prefix(domain: domain, name: name)) else { return [] }
-        guard var sequence = UInt64(bigEndianBytes: bytes), sequence > 0 else {
-            throw ChronicleError.corruptViewEntry(key: name, reason: "its history index names a record of \(bytes.count) bytes")
-        }
-        var sequences = [sequence]
-        // One key buffer for the whole walk, and each link read in place: a key past its retention
-        // is walked at every pass of the sweep, so no allocation per link.
-        var key = [UInt8](repeating: 0, count: 8)
-        while true {
-            key.withUnsafeMutableBytes { $0.storeBytes(of: sequence.bigEndian, as: UInt64.self) }
-            var link: (before: UInt64?, size: Int) = (nil, 0)
-            let found = try txn.withValue(dbs.previous, key: key) { bytes in
-                link = (bytes.count == 8 ? UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) : nil, bytes.count)
-            }
-            guard found else { break }
-            // Strictly down: the walk ends, whatever the rows say.
-            guard let before = link.before, before > 0, before < sequence else { throw Self.badLink(name, from: sequence, link) }
-            sequences.append(before)
-            sequence = before
+        var sequences: [UInt64] = []
+        try walk(HistoryKey.prefix(domain: domain, name: name), txn) { sequence in
+            sequences.append(sequence)
+            return true
         }
         return sequences
     }
@@ -106,17 +91,37 @@ extension HistoryIndex {
     func revisionCount(
         _ prefix: [UInt8], _ txn: borrowing Transaction, known: RevisionCount?, limit: Int, walked: borrowing Atomic<Int>
     ) throws -> RevisionCount? {
-        guard let bytes = try txn.get(dbs.latest, key: prefix) else { return nil }
-        guard let latest = UInt64(bigEndianBytes: bytes), latest > 0 else {
+        var latest: UInt64?
+        var count = 0
+        var fromKnown = 0
+        let links = try walk(prefix, txn) { sequence in
+            if latest == nil { latest = sequence }
+            if let known, sequence == known.latest {
+                fromKnown = known.count  // it and the records below it, counted before
+                return false
+            }
+            count += 1
+            return count <= limit
+        }
+        walked.add(links, ordering: .relaxed)
+        return latest.map { RevisionCount(latest: $0, count: count + fromKnown) }
+    }
+
+    /// Visits a key's records from its latest down its links, each link read in place into one
+    /// key buffer (a key past its retention is walked at every drop: no allocation per link),
+    /// until `visit` returns `false` or the links end.
+    /// - Parameter prefix: the key's history prefix (``HistoryKey``).
+    /// - Returns: the links read.
+    /// - Throws: `.corruptViewEntry` when `latest` is malformed or a link does not lead down.
+    @discardableResult
+    private func walk(_ prefix: [UInt8], _ txn: borrowing Transaction, _ visit: (UInt64) throws -> Bool) throws -> Int {
+        guard let bytes = try txn.get(dbs.latest, key: prefix) else { return 0 }
+        guard var sequence = UInt64(bigEndianBytes: bytes), sequence > 0 else {
             throw ChronicleError.corruptViewEntry(key: Self.name(ofPrefix: prefix), reason: "its history index names a record of \(bytes.count) bytes")
         }
-        var sequence = latest
-        var count = 1
         var key = [UInt8](repeating: 0, count: 8)
         var links = 0
-        defer { walked.add(links, ordering: .relaxed) }
-        while count <= limit {
-            if let known, sequence == known.latest { return RevisionCount(latest: latest, count: count - 1 + known.count) }
+        while try visit(sequence) {
             key.withUnsafeMutableBytes { $0.storeBytes(of: sequence.bigEndian, as: UInt64.self) }
             var link: (before: UInt64?, size: Int) = (nil, 0)
             links += 1
@@ -124,11 +129,11 @@ extension HistoryIndex {
                 link = (bytes.count == 8 ? UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) : nil, bytes.count)
             }
             guard found else { break }
+            // Strictly down: the walk ends, whatever the rows say.
             guard let before = link.before, before > 0, before < sequence else { throw Self.badLink(Self.name(ofPrefix: prefix), from: sequence, link) }
-            count += 1
             sequence = before
         }
-        return RevisionCount(latest: latest, count: count)
+        return links
     }
 
     /// A link that does not lead down: an edited index, reported, never followed round a loop.
