@@ -118,22 +118,29 @@ extension HubDatabase {
     /// Starts a trim of `tenant` in the background, unless one of it runs on this node (another
     /// node's trim beside it is safe: a row is deleted, and counted, once).
     func startTrim(tenant: Int64) {
-        let start = trims.withLock { running -> Bool in running.insert(tenant).inserted }
-        guard start else { return }
-        Task {
-            let metrics = self.metrics.withLock { $0 }
-            let start = ContinuousClock.now
-            do {
-                let trim = try await self.trim(tenant: tenant)
-                metrics?.count(.trims, [("result", "done")])
-                metrics?.count(.trimmedRows, by: Int64(trim.deleted))
-            } catch {
-                metrics?.count(.trims, [("result", "failed")])
-                self.logger.debug("chronicle: trimming a tenant's log failed; the next appends retry", metadata: ["tenant": "\(tenant)", "error": "\(error)"])
+        // The task is made under the lock, so its own removal (under the lock too) follows its entry.
+        trims.withLock { running in
+            guard running[tenant] == nil else { return }
+            running[tenant] = Task {
+                let metrics = self.metrics.withLock { $0 }
+                let start = ContinuousClock.now
+                do {
+                    let trim = try await self.trim(tenant: tenant)
+                    metrics?.count(.trims, [("result", "done")])
+                    metrics?.count(.trimmedRows, by: Int64(trim.deleted))
+                } catch {
+                    metrics?.count(.trims, [("result", "failed")])
+                    self.logger.debug("chronicle: trimming a tenant's log failed; the next appends retry", metadata: ["tenant": "\(tenant)", "error": "\(error)"])
+                }
+                metrics?.observe(.trimDuration, [], ContinuousClock.now - start)
+                self.trims.withLock { _ = $0.removeValue(forKey: tenant) }
             }
-            metrics?.observe(.trimDuration, [], ContinuousClock.now - start)
-            self.trims.withLock { _ = $0.remove(tenant) }
         }
+    }
+
+    /// Waits for the trims this node runs now (for tests and an orderly stop).
+    func trimsFinish() async {
+        for trim in trims.withLock({ Array($0.values) }) { await trim.value }
     }
 
     /// Sets how many revisions of a key each device's pushes keep in `tenant`'s log (`nil`: the

@@ -68,8 +68,8 @@ public final class HubDatabase: Sendable {
     public static let defaultPoolSize = 40
     /// The most connections this node's pool opens.
     public let poolSize: Int
-    /// The tenants this node is trimming.
-    let trims = Mutex<Set<Int64>>([])
+    /// The trims this node runs, by tenant.
+    let trims = Mutex<[Int64: Task<Void, Never>]>([:])
     /// Where the node serving this database records trims and token lookups (set by `HubNode`).
     let metrics = Mutex<HubMetrics?>(nil)
 

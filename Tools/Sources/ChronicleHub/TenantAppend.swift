@@ -49,9 +49,10 @@ extension TenantAppend {
             // In a task of its own: a leader's request cancelled (its client gone) must not
             // cancel the other devices' pushes it carries.
             let (results, trimDue) = await Task { await self.commit(pushes, tenant: device.tenant) }.value
+            // The trim starts before any push it follows is answered.
+            if trimDue { database.startTrim(tenant: device.tenant) }
             for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .done(result)) }
             database.appendQueue.finish(device.tenant)
-            if trimDue { database.startTrim(tenant: device.tenant) }
             // `commit` returns one result per push, in order, and `pushes` starts with this one.
             return try results[0].get()
         }

@@ -72,7 +72,8 @@ struct BodyBudgetTests {
             let stalled = try RawSocket(port: port, from: "127.0.0.7")
             defer { stalled.close() }
             stalled.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 100000\r\n\r\n0123456789")
-            #expect(await eventually(within: 120) { stalled.answeredOrClosed(status: 408, within: 0) }, "a silent body was not cut off within 5 s")
+            let arrived = await stalled.readable()
+            #expect(arrived && stalled.answeredOrClosed(status: 408, within: 0), "a silent body was not cut off")
         }
     }
 }

@@ -46,7 +46,8 @@ struct ConnectionGuardTests {
             for address in 3..<7 { strangers.append(try RawSocket(port: port, from: "127.0.0.\(address)")) }
             try await Task.sleep(for: .milliseconds(300))
             holder.send("Authorization: Bearer test-token\r\n\r\n")
-            #expect(await eventually(within: 120) { answered(holder, status: 200, within: 0) }, "strangers that connected after a token holder closed its connection")
+            let arrived = await holder.readable()
+            #expect(arrived && answered(holder, status: 200, within: 0), "strangers that connected after a token holder closed its connection")
         }
     }
 }

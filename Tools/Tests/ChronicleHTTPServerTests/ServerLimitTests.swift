@@ -28,11 +28,8 @@ struct ServerLimitTests {
             defer { for socket in idle { socket.close() } }
             for _ in 0..<16 { idle.append(try RawSocket(port: port, from: "127.0.0.2")) }
             // The server closes every socket past the address's share without waiting for a request.
-            var closed = 0
-            for _ in 0..<600 where closed < 12 {  // at most 30 s: a bound, not a measurement
-                try await Task.sleep(for: .milliseconds(50))
-                closed = idle.filter { $0.closedByServer(within: 0) }.count
-            }
+            _ = await RawSocket.readable(idle, count: 12, within: .seconds(120))  // a hang guard
+            let closed = idle.filter { $0.closedByServer(within: 0) }.count
             #expect(closed == 12, "\(closed) of 16 idle sockets from one address were closed")
             let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "test-token")
             #expect(info.status == 200, "a client from another address waited behind idle sockets")

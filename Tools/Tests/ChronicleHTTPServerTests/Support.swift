@@ -20,16 +20,13 @@ func withServer<R: Sendable>(
     var server = ChronicleServer(store: store, token: token)
     if let maxBodySize { server.maxBodySize = maxBodySize }
     configure(&server)
-    let port = Mutex<Int?>(nil)
-    let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
+    let port = Watched<Int?>(nil)
+    let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.update { $0 = bound } } }
     defer { task.cancel() }
-    var waited = 0
-    while port.withLock({ $0 }) == nil {
-        try await Task.sleep(for: .milliseconds(20))
-        waited += 1
-        if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the test server did not start") }
+    guard await port.wait(until: { $0 != nil }), let bound = port.value else {
+        throw ChronicleError.storeUnavailable(reason: "the test server did not start")
     }
-    return try await body(URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!)
+    return try await body(URL(string: "http://127.0.0.1:\(bound)")!)
 }
 
 

@@ -156,23 +156,16 @@ extension HubTests {
                     socket.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(greedyToken)\r\n\r\n")
                     held.append(socket)
                     // Its answer: the connection now holds a token (or was refused its share).
-                    _ = await eventually(within: 120) {
-                        var entry = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
-                        return poll(&entry, 1, 0) > 0
-                    }
+                    _ = await socket.readable()
                 }
             }
-            try await Task.sleep(for: .milliseconds(500))
             let refused = held.filter { answeredWith503OrClosed($0) }.count
             #expect(refused == held.count / 2, "\(refused) of the tenant's \(held.count) connections were refused")
             let newcomer = try RawSocket(port: port, from: "127.0.3.9")
             defer { newcomer.close() }
             newcomer.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(otherToken)\r\n\r\n")
             var answered = false
-            if await eventually(within: 120, {
-                var entry = pollfd(fd: newcomer.descriptor, events: Int16(POLLIN), revents: 0)
-                return poll(&entry, 1, 0) > 0
-            }) {
+            if await newcomer.readable() {
                 var bytes = [UInt8](repeating: 0, count: 16)
                 let count = recv(newcomer.descriptor, &bytes, bytes.count, Int32(MSG_PEEK))
                 answered = count > 0 && String(decoding: bytes.prefix(count), as: UTF8.self).hasPrefix("HTTP/1.1 200")

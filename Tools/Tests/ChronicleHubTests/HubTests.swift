@@ -247,10 +247,10 @@ struct HubTests {
                 // A second node of its own, stopped while the push is in flight.
                 let url = try #require(testDatabase)
                 let doomed = HubNode(database: try HubDatabase(url: url))
-                let ports = Ports()
-                let node = Task { try await doomed.run(host: "127.0.0.1", port: 0) { bound in ports.ports.withLock { $0[0] = bound } } }
-                while ports.ports.withLock({ $0[0] }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-                let doomedURL = URL(string: "http://127.0.0.1:\(ports.ports.withLock { $0[0] ?? 0 })")!
+                let port = Watched<Int?>(nil)
+                let node = Task { try await doomed.run(host: "127.0.0.1", port: 0) { bound in port.update { $0 = bound } } }
+                try #require(await port.wait(until: { $0 != nil }), "the node did not start")
+                let doomedURL = URL(string: "http://127.0.0.1:\(port.value ?? 0)")!
                 let push = Task { try await Replicator(store: stores[0], peers: [.http(doomedURL, token: writer)]).sync() }
                 try await Task.sleep(for: .milliseconds(40))
                 node.cancel()

@@ -72,24 +72,21 @@ func withHub<R: Sendable>(
         configure(&node)
         return node
     }
-    let ports = Ports()
-    let operatorPorts = Ports()
+    let ports = Watched<[Int: Int]>([:])
+    let operatorPorts = Watched<[Int: Int]>([:])
     let tasks = nodes.enumerated().map { index, node in
         Task {
             try await node.run(
-                host: "127.0.0.1", port: 0, onRunning: { bound in ports.ports.withLock { $0[index] = bound } },
-                onOperatorRunning: { bound in operatorPorts.ports.withLock { $0[index] = bound } })
+                host: "127.0.0.1", port: 0, onRunning: { bound in ports.update { $0[index] = bound } },
+                onOperatorRunning: { bound in operatorPorts.update { $0[index] = bound } })
         }
     }
     defer { for task in tasks { task.cancel() } }
-    var waited = 0
-    while ports.ports.withLock({ $0.count }) < count || operatorPorts.ports.withLock({ $0.count }) < count {
-        try await Task.sleep(for: .milliseconds(20))
-        waited += 1
-        if waited > 1500 { throw ChronicleError.storeUnavailable(reason: "the hub nodes did not start") }
+    guard await ports.wait(until: { $0.count == count }), await operatorPorts.wait(until: { $0.count == count }) else {
+        throw ChronicleError.storeUnavailable(reason: "the hub nodes did not start")
     }
-    let urls = (0..<count).map { index in URL(string: "http://127.0.0.1:\(ports.ports.withLock { $0[index] ?? 0 })")! }
-    let operatorURLs = (0..<count).map { index in URL(string: "http://127.0.0.1:\(operatorPorts.ports.withLock { $0[index] ?? 0 })")! }
+    let urls = (0..<count).map { index in URL(string: "http://127.0.0.1:\(ports.value[index] ?? 0)")! }
+    let operatorURLs = (0..<count).map { index in URL(string: "http://127.0.0.1:\(operatorPorts.value[index] ?? 0)")! }
     return try await body(HubFixture(admin: admin, urls: urls, operatorURLs: operatorURLs, nodes: nodes))
 }
 
@@ -133,10 +130,6 @@ func whileHolding<R: Sendable>(_ hub: HubFixture, _ statements: [String], _ body
 }
 
 /// The ports the nodes bound.
-final class Ports: Sendable {
-    let ports = Mutex<[Int: Int]>([:])
-}
-
 /// Runs `body` with the URL of a new, empty database on the test server, dropped afterwards.
 func withEmptyDatabase(_ body: (String) async throws -> Void) async throws {
     let base = try #require(testDatabase)

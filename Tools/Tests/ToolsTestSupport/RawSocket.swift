@@ -76,5 +76,34 @@ public struct RawSocket: Sendable {
         return count > 0 ? String(decoding: bytes.prefix(count), as: UTF8.self) : ""
     }
 
+    /// Waits until something arrives on the socket (an answer) or the server closes it, watched
+    /// by the kernel; false only when `limit` passes first (a hang guard).
+    public func readable(within limit: Duration = .seconds(120)) async -> Bool {
+        await Self.readable([self], count: 1, within: limit) == 1
+    }
+
+    /// Waits until `count` of `sockets` have something to read or were closed by the server,
+    /// with poll(2) on a thread of its own (not one of the cooperative pool's, which a server in
+    /// this process needs); returns how many had when it stopped waiting (at `limit` at the latest).
+    public static func readable(_ sockets: [RawSocket], count: Int, within limit: Duration) async -> Int {
+        let deadline = ContinuousClock.now + limit
+        return await withCheckedContinuation { continuation in
+            Thread {
+                var ready = Set<Int>()
+                while ready.count < count {
+                    let left = deadline - ContinuousClock.now
+                    guard left > .zero else { break }
+                    let waiting = sockets.indices.filter { !ready.contains($0) }
+                    var entries = waiting.map { pollfd(fd: sockets[$0].descriptor, events: Int16(POLLIN), revents: 0) }
+                    let milliseconds = Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                    let found = poll(&entries, nfds_t(entries.count), milliseconds)
+                    if found < 0 && errno != EINTR { break }
+                    for (position, entry) in entries.enumerated() where entry.revents != 0 { ready.insert(waiting[position]) }
+                }
+                continuation.resume(returning: ready.count)
+            }.start()
+        }
+    }
+
     public func close() { _ = Glibc.close(descriptor) }
 }

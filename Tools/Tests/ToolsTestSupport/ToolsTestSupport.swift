@@ -119,14 +119,3 @@ public func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, bo
     return RawResponse(status: Int(response.status.code), data: Data(buffer: buffer))
 }
 
-/// Whether `condition` holds within `seconds`, checked every 50 ms without blocking a thread of
-/// the cooperative pool (a server under test in this process needs them): a bound, not a
-/// measurement.
-public func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return condition()
-}

@@ -1,0 +1,77 @@
+import Synchronization
+
+/// A value that code under test changes, and waits that resume as soon as it satisfies their
+/// condition: what a test waits for (a port bound, a push answered) without polling.
+public final class Watched<Value: Sendable>: Sendable {
+    private struct Waiter: Sendable {
+        let id: UInt64
+        let holds: @Sendable (Value) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State: Sendable {
+        var value: Value
+        var waiters: [Waiter] = []
+        var nextID: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+
+    public init(_ value: Value) { state = Mutex(State(value: value)) }
+
+    /// The value now.
+    public var value: Value { state.withLock { $0.value } }
+
+    /// Changes the value and resumes the waits whose condition now holds.
+    public func update(_ change: (inout Value) -> Void) {
+        let due = state.withLock { state -> [Waiter] in
+            change(&state.value)
+            let value = state.value
+            let due = state.waiters.filter { $0.holds(value) }
+            state.waiters.removeAll { $0.holds(value) }
+            return due
+        }
+        for waiter in due { waiter.continuation.resume(returning: true) }
+    }
+
+    /// Waits until `condition` holds of the value; false only when `limit` passes first (a hang
+    /// guard: generous, never a measure of speed).
+    public func wait(until condition: @escaping @Sendable (Value) -> Bool, within limit: Duration = .seconds(120)) async -> Bool {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        let guardTask = Task { [self] in
+            try? await Task.sleep(for: limit)
+            giveUp(id)
+        }
+        defer { guardTask.cancel() }
+        return await withCheckedContinuation { continuation in
+            let holds = state.withLock { state -> Bool in
+                if condition(state.value) { return true }
+                state.waiters.append(Waiter(id: id, holds: condition, continuation: continuation))
+                return false
+            }
+            if holds { continuation.resume(returning: true) }
+        }
+    }
+
+    private func giveUp(_ id: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(returning: false)
+    }
+}
+
+/// Whether `task` finishes within `limit`: a hang guard that tells a hang from slowness.
+public func finishes<T: Sendable>(_ task: Task<T, any Error>, within limit: Duration = .seconds(120)) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask { _ = try? await task.value; return true }
+        group.addTask { try? await Task.sleep(for: limit); return false }
+        let first = await group.next() ?? false
+        group.cancelAll()
+        return first
+    }
+}
