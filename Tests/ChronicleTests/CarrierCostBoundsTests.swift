@@ -192,7 +192,7 @@ struct CarrierCostBoundsTests {
             let receipt = try victim.importRange(Data(EventRange(source: ReplicaID.random(), epoch: .random(), after: 0, upTo: 0, head: 0, keys: [], events: junk, opaque: []).encoded()), from: "a carrier")
             #expect(try !victim.quarantinedItems().contains { $0.origin == writer }, "the flood did not evict the genuine event")
             #expect(try receipt.quarantined == victim.eventLog.quarantine.quarantineCount(), "the receipt counted \(receipt.quarantined)")
-            #expect(try victim.eventLog.wantedEventCount() >= 1)
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) >= 1)
             // The key arrives with the newcomer's next write; the sync asks for what was lost.
             relay.strips.withLock { $0 = false }
             try newcomer.set("also from the newcomer", for: .groupToken)
@@ -214,12 +214,12 @@ struct CarrierCostBoundsTests {
             relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(try victim.quarantinedItems().isEmpty)
-            #expect(try victim.eventLog.wantedEventCount() == 1)
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) == 1)
             relay.strips.withLock { $0 = false }
             try newcomer.set("also from the newcomer", for: .groupToken)
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             #expect(victim[.groupTheme] == large)
-            #expect(try victim.eventLog.wantedEventCount() == 0)
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) == 0)
         }
     }
 

@@ -257,7 +257,7 @@ import Glibc
                 hold.done.wait()
                 // Subscribe once the group's completions have begun (its commit is published) and
                 // before this key's own completion runs.
-                while eventLog.pendingEntry(.defaults, "deaf.other.\(attempt).0") != nil {}
+                while eventLog.local.pendingEntry(.defaults, "deaf.other.\(attempt).0") != nil {}
                 let updates = a.updates(of: key)
                 let heard = Shared<[String]>([])
                 let observer = Task {

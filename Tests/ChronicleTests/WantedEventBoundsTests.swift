@@ -66,7 +66,7 @@ struct WantedEventBoundsTests {
             relay.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: relay)]).sync()
             try importJunk(Quarantine.quarantineCapacity, into: victim)
-            #expect(try victim.eventLog.wantedEventCount() >= 1, "the genuine event was not recorded as wanted")
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) >= 1, "the genuine event was not recorded as wanted")
             try importJunk(WantedEvents.capacity + 2_000, into: victim)
             // The key arrives with the newcomer's next write; the sync asks for what was lost.
             relay.strips.withLock { $0 = false }
@@ -144,7 +144,7 @@ struct WantedEventBoundsTests {
             transport.strips.withLock { $0 = true }
             try await Replicator(store: victim, peers: [Peer(name: "relay", transport: transport)]).sync()
             try importJunk(Quarantine.quarantineCapacity, into: victim)
-            #expect(try victim.eventLog.wantedEventCount() >= 1)
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) >= 1)
             // The key arrives; the victim asks the relay for what it lost.
             transport.strips.withLock { $0 = false }
             try newcomer.set("later", for: .groupToken)
@@ -169,7 +169,7 @@ struct WantedEventBoundsTests {
             _ = try? await Replicator(store: victim, peers: [Peer(name: "honest", transport: peer)]).sync()
             #expect(honest[.groupTheme] == "pushed despite it", "the failed request for lost events kept the victim's write from its peer")
             for _ in 0..<20 { _ = try? await Replicator(store: victim, peers: [Peer(name: "honest", transport: peer)]).sync() }
-            #expect(try victim.eventLog.wantedEventCount() == 1, "failed requests spent the lost identity's asks")
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) == 1, "failed requests spent the lost identity's asks")
         }
     }
 
@@ -183,7 +183,7 @@ struct WantedEventBoundsTests {
             let old = LossyRelayTransport(base: StoreTransport(store: honest))
             old.cannotAsk.withLock { $0 = true }
             for _ in 0..<Int(WantedEvents.maxAsks) { try await Replicator(store: victim, peers: [Peer(name: "old server", transport: old)]).sync() }
-            #expect(try victim.eventLog.wantedEventCount() == 1, "\(WantedEvents.maxAsks) syncs with a server that cannot answer forgot the lost identity")
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) == 1, "\(WantedEvents.maxAsks) syncs with a server that cannot answer forgot the lost identity")
         }
     }
 
@@ -219,7 +219,7 @@ struct WantedEventBoundsTests {
                 try WantedEvents.record(identities.map { ($0, keyID) }, now: UnixMilliseconds.now(), txn, victim.eventLog.dbs)
             }
             for _ in 0..<(Int(WantedEvents.maxAsks) + 4) { try await Replicator(store: victim, peers: [.store(relay)]).sync() }
-            #expect(try victim.eventLog.wantedEventCount() == 1, "answers without room for an identity spent its asks")
+            #expect(try WantedEvents.count(in: victim.eventLog.storage) == 1, "answers without room for an identity spent its asks")
         }
     }
 

@@ -15,26 +15,26 @@ struct ReplicaLog: Sendable {
     /// of wanted ones, every pull checkpoint is deleted (everything is pulled again).
     func pullCheckpoint(_ key: CheckpointKey) throws -> CheckpointValue {
         let log = try store.eventLog
-        try log.rewindPullsIfMarked()
-        return try log.checkpoint(key)
+        try WantedEvents.rewindPullsIfMarked(in: log.storage)
+        return try log.checkpoints.value(key)
     }
 
     /// The push checkpoint under `key`, once the keys that travel with a push are ready.
     func pushCheckpoint(_ key: CheckpointKey) throws -> CheckpointValue {
         try store.prepareTravelKeys()
-        return try store.eventLog.checkpoint(key)
+        return try store.eventLog.checkpoints.value(key)
     }
 
     func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
-        try store.eventLog.setCheckpoint(key, to: value)
+        try store.eventLog.checkpoints.set(key, to: value)
     }
 
     /// Reads the checkpoint under `key`, changes it and writes it back.
     func updateCheckpoint(_ key: CheckpointKey, _ change: (inout CheckpointValue) -> Void) throws {
         let log = try store.eventLog
-        var value = try log.checkpoint(key)
+        var value = try log.checkpoints.value(key)
         change(&value)
-        try log.setCheckpoint(key, to: value)
+        try log.checkpoints.set(key, to: value)
     }
 
     /// Whether the log's record at `sequence` still has the chain hash `chain`.
@@ -59,13 +59,13 @@ struct ReplicaLog: Sendable {
     }
 
     /// The identities of lost events due to be asked for again.
-    func wantedEvents() throws -> [EventIdentity] { try store.eventLog.dueWantedEvents() }
+    func wantedEvents() throws -> [EventIdentity] { try WantedEvents.due(in: store.eventLog.storage) }
 
     /// Imports a peer's answer to a request for `wanted`, and settles the request: `whole`, when
     /// the peer said it, is for each distinct identity of `wanted` whether it had room for it.
     func importAnswer(_ range: EventRange, to wanted: [EventIdentity], whole: [Bool]?, source: String) throws -> RangeReceipt {
         let receipt = try store.importRange(range, checkpoint: nil, source: source)
-        try store.eventLog.settleWantedEvents(asked: wanted, whole: whole)
+        try WantedEvents.settle(asked: wanted, whole: whole, in: store.eventLog.storage)
         return receipt
     }
 

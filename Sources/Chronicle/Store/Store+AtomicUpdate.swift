@@ -48,7 +48,7 @@ extension Store {
                     change.expectedOrder = .some(read?.entry.order)
                 }
                 let prepared = try prepared([change])
-                defer { if let ticket = read?.ticket { eventLog.unwatch(ticket: ticket) } }
+                defer { if let ticket = read?.ticket { eventLog.local.unwatch(ticket: ticket) } }
                 _ = try eventLog.commitVisibly { entry in
                     let now = try entry(key.domain, key.name)
                     let unchanged =
@@ -60,7 +60,7 @@ extension Store {
                     guard unchanged else { throw ReadAgain() }
                     // Not settled yet (settling takes this lock): its commit records its order from now
                     // on; if it committed a moment ago, nothing is recorded and the update reads again.
-                    if let ticket = read?.ticket { eventLog.watch(ticket: ticket) }
+                    if let ticket = read?.ticket { eventLog.local.watch(ticket: ticket) }
                     return prepared
                 }
                 return value

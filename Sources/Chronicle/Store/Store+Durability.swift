@@ -20,17 +20,17 @@ extension Store {
     ///   published to ``writeFailures``.
     public func flush() async throws(ChronicleError) {
         let eventLog = try eventLog
-        let through = eventLog.lastTicket
+        let through = eventLog.local.lastTicket
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                eventLog.settlePending { continuation.resume(with: $0) }
+                eventLog.local.settlePending { continuation.resume(with: $0) }
             }
             try await BlockingWork.run { try eventLog.flushFile() }
         } catch {
             // The queued writes' own failure, when one was recorded, says more than this one.
-            throw eventLog.takeFailure(through: through)?.error ?? ChronicleError.wrap(eventLog.mappedDiskError(error))
+            throw eventLog.local.takeFailure(through: through)?.error ?? ChronicleError.wrap(eventLog.mappedDiskError(error))
         }
-        if let failure = eventLog.takeFailure(through: through) { throw failure.error }
+        if let failure = eventLog.local.takeFailure(through: through) { throw failure.error }
     }
 
     /// Every failure of a change made with a non-throwing form from now on: the way for an app
@@ -40,6 +40,6 @@ extension Store {
     /// also thrown by the next ``flush()``, and logged.
     public var writeFailures: AsyncStream<WriteFailure> {
         guard let eventLog = try? eventLog else { return AsyncStream { $0.finish() } }
-        return eventLog.failureStream()
+        return eventLog.local.failureStream()
     }
 }

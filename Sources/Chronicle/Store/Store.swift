@@ -99,7 +99,7 @@ public final class Store: Sendable {
     var settledEventLog: EventLog {
         get throws(ChronicleError) {
             let eventLog = try backend.get().eventLog
-            try mappingErrors { try eventLog.settlePending() }
+            try mappingErrors { try eventLog.local.settlePending() }
             return eventLog
         }
     }
@@ -232,7 +232,7 @@ public final class Store: Sendable {
                 try mappingErrors { try eventLog.enqueue(try prepared([change(value, for: key)])) }
             } catch {
                 // Never queued (a value too large, no data key): heard like a failed commit.
-                eventLog.recordFailure(WriteFailure(keys: [key.name], error: error), ticket: eventLog.lastTicket)
+                eventLog.local.recordFailure(WriteFailure(keys: [key.name], error: error), ticket: eventLog.local.lastTicket)
                 throw error
             }
         } catch {

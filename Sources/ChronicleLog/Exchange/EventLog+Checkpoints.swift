@@ -1,17 +1,25 @@
 package import ChronicleFormat
 package import ChronicleLMDB
 
-extension EventLog {
+/// The checkpoints of a log's exchanges with its peers (the `peers` database), by key.
+package struct PeerCheckpoints: Sendable {
+    let storage: LogStorage
+
     /// The checkpoint stored under `key` (sequence 0 when none).
-    package func checkpoint(_ key: CheckpointKey) throws -> CheckpointValue {
-        try environment.read { txn in
-            try txn.get(dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
+    package func value(_ key: CheckpointKey) throws -> CheckpointValue {
+        try storage.environment.read { txn in
+            try txn.get(storage.dbs.peers, key: key.bytes).flatMap { CheckpointValue(bytes: $0) } ?? .zero
         }
     }
 
-    package func setCheckpoint(_ key: CheckpointKey, to value: CheckpointValue) throws {
-        try environment.write { txn in try txn.put(dbs.peers, key: key.bytes, value: value.encoded()) }
+    package func set(_ key: CheckpointKey, to value: CheckpointValue) throws {
+        try storage.environment.write { txn in try txn.put(storage.dbs.peers, key: key.bytes, value: value.encoded()) }
     }
+}
+
+extension EventLog {
+    /// The checkpoints of this log's exchanges.
+    package var checkpoints: PeerCheckpoints { PeerCheckpoints(storage: storage) }
 
     /// This log's epoch: renewed whenever its sequence numbers are rewritten.
     package func epoch() throws -> LogEpoch {

@@ -167,42 +167,44 @@ package enum WantedEvents {
     }
 }
 
-extension EventLog {
-    /// Deletes every pull checkpoint when a flood of lost events marked them (``WantedEvents``):
-    /// a sync calls it before it reads its checkpoint. Returns whether it did.
+extension WantedEvents {
+    /// Deletes every pull checkpoint when a flood of lost events marked them: a sync calls it
+    /// before it reads its checkpoint. Returns whether it did.
     @discardableResult
-    package func rewindPullsIfMarked() throws -> Bool {
-        guard try environment.read({ txn in try txn.get(dbs.meta, key: WantedEvents.rewindKey) != nil }) else { return false }
+    package static func rewindPullsIfMarked(in storage: LogStorage) throws -> Bool {
+        let (environment, dbs) = (storage.environment, storage.dbs)
+        guard try environment.read({ txn in try txn.get(dbs.meta, key: rewindKey) != nil }) else { return false }
         return try environment.write { txn in
-            guard try txn.get(dbs.meta, key: WantedEvents.rewindKey) != nil else { return false }
-            try WantedEvents.forgetPullCheckpoints(txn, dbs)
-            try txn.delete(dbs.meta, key: WantedEvents.rewindKey)
+            guard try txn.get(dbs.meta, key: rewindKey) != nil else { return false }
+            try forgetPullCheckpoints(txn, dbs)
+            try txn.delete(dbs.meta, key: rewindKey)
             return true
         }
     }
 
-    /// Up to `limit` identities of lost events whose key this log now holds, to ask peers for.
-    package func dueWantedEvents(limit: Int = EventIdentity.maxPerRequest) throws -> [EventIdentity] {
+    /// Up to `limit` identities of lost events whose key the log now holds, to ask peers for.
+    package static func due(limit: Int = EventIdentity.maxPerRequest, in storage: LogStorage) throws -> [EventIdentity] {
+        let (environment, dbs) = (storage.environment, storage.dbs)
         let empty = try environment.read { txn in
             var any = false
-            try txn.scanInPlace(dbs.meta, from: WantedEvents.prefix) { key, _ in
-                any = key.starts(with: WantedEvents.prefix)
+            try txn.scanInPlace(dbs.meta, from: prefix) { key, _ in
+                any = key.starts(with: prefix)
                 return false
             }
             return !any
         }
         guard !empty else { return [] }
-        return try environment.write { txn in try WantedEvents.due(limit: limit, txn, dbs) }
+        return try environment.write { txn in try due(limit: limit, txn, dbs) }
     }
 
-    /// Settles the wanted identities a peer was asked for and answered (``WantedEvents/settle(asked:whole:_:_:)``).
-    package func settleWantedEvents(asked: [EventIdentity], whole: [Bool]?) throws {
+    /// Settles the wanted identities a peer was asked for and answered (``settle(asked:whole:_:_:)``).
+    package static func settle(asked: [EventIdentity], whole: [Bool]?, in storage: LogStorage) throws {
         guard !asked.isEmpty else { return }
-        try environment.write { txn in try WantedEvents.settle(asked: asked, whole: whole, txn, dbs) }
+        try storage.environment.write { txn in try settle(asked: asked, whole: whole, txn, storage.dbs) }
     }
 
-    /// How many lost events this member still asks for.
-    package func wantedEventCount() throws -> Int {
-        try environment.read { txn in try WantedEvents.count(txn, dbs) }
+    /// How many lost events the log still asks for.
+    package static func count(in storage: LogStorage) throws -> Int {
+        try storage.environment.read { txn in try count(txn, storage.dbs) }
     }
 }

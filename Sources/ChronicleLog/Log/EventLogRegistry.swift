@@ -130,7 +130,7 @@ package enum EventLogRegistry {
         if entries.withLock({ ($0[identity]?.leases ?? 0) > 0 }) { closing?.sweeper.resumeSweeping() }
         // Changes of the non-throwing forms still queued are committed before the log can close.
         if let eventLog = closing {
-            do { try eventLog.settlePending() } catch {
+            do { try eventLog.local.settlePending() } catch {
                 eventLog.logger.error(
                     "chronicle: changes made with non-throwing setters were lost as the store closed",
                     metadata: ["error": "\(ChronicleError.wrap(error))", "store": "\(eventLog.path)"])
@@ -160,7 +160,7 @@ package enum EventLogRegistry {
         for eventLog in openLogs {
             let done = DispatchSemaphore(value: 0)
             let outcome = Mutex<(any Error)?>(nil)
-            eventLog.settlePending { result in
+            eventLog.local.settlePending { result in
                 if case let .failure(error) = result { outcome.withLock { $0 = error } }
                 done.signal()
             }

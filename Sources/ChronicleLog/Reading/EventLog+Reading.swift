@@ -7,7 +7,7 @@ extension EventLog {
     /// A change queued by a non-throwing form and not yet committed comes first: this process
     /// reads its own writes at once.
     package func entry(_ domain: Domain, _ name: String) throws -> ViewEntry? {
-        if let pending = pendingEntry(domain, name) { return pending }
+        if let pending = local.pendingEntry(domain, name) { return pending }
         return try committedEntry(domain, name)
     }
 

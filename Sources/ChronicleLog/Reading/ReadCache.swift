@@ -44,7 +44,7 @@ extension EventLog {
     package func cachedRead<V: Sendable>(
         _ name: String, default defaultValue: V, decode: (ViewEntry) throws(ChronicleError) -> V
     ) throws(ChronicleError) -> V {
-        if let pending = pendingEntry(.defaults, name) {  // this process's own write, not committed yet
+        if let pending = local.pendingEntry(.defaults, name) {  // this process's own write, not committed yet
             return pending.op == .set ? try decode(pending) : defaultValue
         }
         let current = lastTransactionID

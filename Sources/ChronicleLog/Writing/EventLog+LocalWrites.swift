@@ -32,7 +32,7 @@ extension EventLog {
                 logger.error(
                     "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
                     metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
-                recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: lastTicket)
+                local.recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: local.lastTicket)
             }
             return
         }
@@ -107,38 +107,19 @@ extension EventLog {
         }
     }
 
-    /// Waits until every change queued so far by the non-throwing forms is committed (durably,
-    /// in the durable mode). Costs one atomic load when nothing is queued. Never call it on
-    /// the committer's own path (inside a commit or a completion).
-    package func settlePending() throws {
-        guard local.pendingCount.load(ordering: .acquiring) > 0, let committer = local.committer.withLock({ $0 }) else { return }
-        _ = try committer.wait(local.pending.withLock { _ in committer.enqueue([]) })
-    }
-
-    /// Calls `done` once every change queued so far by the non-throwing forms is committed,
-    /// without blocking a thread (at once when nothing is queued).
-    package func settlePending(then done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        guard local.pendingCount.load(ordering: .acquiring) > 0, let committer = local.committer.withLock({ $0 }) else { return done(.success(())) }
-        let leader = local.pending.withLock { _ in committer.enqueue([]) { result in done(result.map { _ in }) } }
-        leader?.start()
-    }
-
-    /// The last ticket handed out: a flush covers the changes queued up to it.
-    package var lastTicket: UInt64 { local.pending.withLock { $0.lastTicket } }
-
     /// Makes every change made so far by this process durable: commits what the non-throwing
     /// forms queued, then (in the `.noMetaSync` and `.noSync` modes) flushes the file.
     /// - Throws: the first failure of a write queued before the call that no flush reported yet.
     package func flush() throws {
-        let through = lastTicket
+        let through = local.lastTicket
         do {
-            try settlePending()
+            try local.settlePending()
             try flushFile()
         } catch {
             // The queued writes' own failure, when one was recorded, says more than this one.
-            throw takeFailure(through: through)?.error ?? error
+            throw local.takeFailure(through: through)?.error ?? error
         }
-        if let failure = takeFailure(through: through) { throw failure.error }
+        if let failure = local.takeFailure(through: through) { throw failure.error }
     }
 
     /// Writes the data file back to the disk in the `.noMetaSync` and `.noSync` modes (every
@@ -160,25 +141,10 @@ extension EventLog {
             logger.error(
                 "chronicle: a change made with a non-throwing setter could not be committed and is dropped",
                 metadata: ["error": "\(failure)", "store": "\(path)", "keys": "\(changes.map(\.key))"])
-            recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: tickets.last ?? lastTicket)
+            local.recordFailure(WriteFailure(keys: changes.map(\.key), error: failure), ticket: tickets.last ?? local.lastTicket)
         }
         // Last: a settle that sees the count reach zero finds the failure recorded.
         local.pendingCount.subtract(changes.count, ordering: .releasing)
-    }
-
-    /// Records the order the queued change `ticket` commits with, for a read-then-write that read
-    /// it; call under the lock that orders local writes while the change is still queued, and
-    /// ``unwatch(ticket:)`` afterwards.
-    package func watch(ticket: UInt64) {
-        local.watchedTickets.withLock { watched in
-            if watched.updateValue(nil, forKey: ticket) == nil { local.watchedCount.add(1, ordering: .releasing) }
-        }
-    }
-
-    package func unwatch(ticket: UInt64) {
-        local.watchedTickets.withLock { watched in
-            if watched.removeValue(forKey: ticket) != nil { local.watchedCount.subtract(1, ordering: .releasing) }
-        }
     }
 
     /// The key's entry as this process reads it: a queued local change (with its ticket), else
@@ -190,14 +156,5 @@ extension EventLog {
             return VisibleEntry(entry: ViewEntry(pending: queued.change), ticket: queued.ticket)
         }
         return try committedEntry(domain, name).map { VisibleEntry(entry: $0, ticket: nil) }
-    }
-
-    /// The change to `name` queued and not yet committed, as a view entry (unsealed), if any.
-    ///
-    /// One atomic load when nothing is pending (the common read).
-    package func pendingEntry(_ domain: Domain, _ name: String) -> ViewEntry? {
-        guard local.pendingCount.load(ordering: .acquiring) > 0 else { return nil }
-        guard let change = local.pending.withLock({ $0.entry(domain, name)?.change }) else { return nil }
-        return ViewEntry(pending: change)
     }
 }
