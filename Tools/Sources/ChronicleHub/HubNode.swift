@@ -252,20 +252,20 @@ struct HubBackend: SyncBackend {
     }
 
     func info(for caller: Caller) async throws -> WireInfo {
-        try await database.info(device: caller.device)
+        try await database.reads.info(device: caller.device)
     }
 
     func range(for caller: Caller, _ query: RangeQuery) async throws -> [UInt8] {
         let device = caller.device
         let wait = min(query.wait, maxWait)
         let generation = notifier.generation(device.tenant)
-        var result = try await database.range(
+        var result = try await database.reads.range(
             device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         if wait > 0, result.upTo == query.after {
             // Nothing new: hold the request until any node appends for this tenant. The token
             // may be revoked while the request is held: reading the range again asks (401).
             await notifier.wait(for: device.tenant, past: generation, timeout: .seconds(wait))
-            result = try await database.range(
+            result = try await database.reads.range(
                 device: device, after: query.after, filter: query.filter, excluding: query.excluding?.bytes, maxEvents: query.maxEvents)
         }
         metrics.count(.eventsServed, by: Int64(result.events))
@@ -274,7 +274,7 @@ struct HubBackend: SyncBackend {
     }
 
     func events(for caller: Caller, _ identities: [EventIdentity]) async throws -> (range: [UInt8], whole: [Bool]) {
-        let result = try await readLimit.run(tenant: caller.device.tenant) { try await database.events(device: caller.device, identities) }
+        let result = try await readLimit.run(tenant: caller.device.tenant) { try await database.reads.events(device: caller.device, identities) }
         metrics.count(.eventsServed, by: Int64(result.events))
         metrics.count(.servedBytes, by: Int64(result.bytes.count))
         return (result.bytes, result.whole)

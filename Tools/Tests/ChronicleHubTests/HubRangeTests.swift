@@ -66,7 +66,7 @@ extension HubTests {
             var after: UInt64 = 0
             var pulls = 0
             while after < 40 {
-                let range = try await database.range(device: device, after: after, filter: .syncable, excluding: nil, maxEvents: 4_096)
+                let range = try await database.reads.range(device: device, after: after, filter: .syncable, excluding: nil, maxEvents: 4_096)
                 #expect(range.sentBytes <= HubDatabase.pullBytes + 110_000, "sent \(range.sentBytes) bytes of bodies in one pull")
                 #expect(range.upTo > after)
                 after = range.upTo
@@ -105,7 +105,7 @@ extension HubTests {
             try await hub.admin.client.query("UPDATE tenants SET head = \(Int64(rows.count)) WHERE id = \(device.tenant)")
             for filter in [RangeFilter.syncable, .automaticSmall(maxPayload: 10)] {
                 for excluded in [nil] + writers {
-                    let range = try await database.range(device: device, after: 0, filter: filter, excluding: excluded, maxEvents: 4_096)
+                    let range = try await database.reads.range(device: device, after: 0, filter: filter, excluding: excluded, maxEvents: 4_096)
                     let expected = rows.filter { row in
                         RelayRange.admits(filter, policy: row.policy < 0 ? nil : UInt8(row.policy), payloadSize: Int(row.size))
                             && row.writer != excluded
@@ -136,13 +136,13 @@ extension HubTests {
                 return (-1, false)
             }
             try await hub.admin.client.query("UPDATE devices SET last_seen = NULL WHERE tenant_id = \(device.tenant)")
-            _ = try await database.range(device: device, after: 6, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            _ = try await database.reads.range(device: device, after: 6, filter: .syncable, excluding: nil, maxEvents: 4_096)
             #expect(try await progress() == (0, false), "nothing new: nothing recorded")
-            _ = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4)
+            _ = try await database.reads.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4)
             #expect(try await progress() == (4, true))
-            _ = try await database.range(device: device, after: 1, filter: .syncable, excluding: nil, maxEvents: 1)
+            _ = try await database.reads.range(device: device, after: 1, filter: .syncable, excluding: nil, maxEvents: 1)
             #expect(try await progress() == (4, true), "never back")
-            _ = try await database.range(device: device, after: 4, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            _ = try await database.reads.range(device: device, after: 4, filter: .syncable, excluding: nil, maxEvents: 4_096)
             #expect(try await progress() == (6, true))
         }
     }
@@ -164,20 +164,20 @@ extension HubTests {
             }
             let database = hub.nodes[0].database
             let device = try #require(try await database.device(token: token))
-            let first = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 1)
+            let first = try await database.reads.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 1)
             let writer = try #require(try EventRange(decoding: first.bytes).events.first).origin.bytes
-            let automatic = try await database.range(
+            let automatic = try await database.reads.range(
                 device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 4_096)
             #expect((automatic.events, automatic.upTo) == (5, 35), "past the 30 manual events in one pull")
             #expect(automatic.sentBytes < 10_000)
-            let own = try await database.range(device: device, after: 0, filter: .syncable, excluding: writer, maxEvents: 4_096)
+            let own = try await database.reads.range(device: device, after: 0, filter: .syncable, excluding: writer, maxEvents: 4_096)
             #expect((own.events, own.upTo) == (0, 35), "its own events, all left out, in one pull")
             #expect(own.sentBytes == 0)
             // The bound still counts what is sent: the same range with nothing left out takes several pulls.
-            let all = try await database.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4_096)
+            let all = try await database.reads.range(device: device, after: 0, filter: .syncable, excluding: nil, maxEvents: 4_096)
             #expect(all.upTo < 30 && all.events == Int(all.upTo))
             // And the event bound: at most `maxEvents` sent, ending at the last one sent.
-            let two = try await database.range(device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 2)
+            let two = try await database.reads.range(device: device, after: 0, filter: .automaticSmall(maxPayload: 1_024), excluding: nil, maxEvents: 2)
             #expect((two.events, two.upTo) == (2, 32))
         }
     }

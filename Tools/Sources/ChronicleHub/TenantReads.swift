@@ -4,7 +4,18 @@ import PostgresNIO
 
 /// What devices read: a tenant's info and ranges of its log, each checking the device's token
 /// in the statement that serves it.
+struct TenantReads: Sendable {
+    let database: HubDatabase
+
+    private var client: PostgresClient { database.client }
+    private var logger: Logger { database.logger }
+}
+
 extension HubDatabase {
+    var reads: TenantReads { TenantReads(database: self) }
+}
+
+extension TenantReads {
     /// What the hub answers `GET /v1/info` with for a device's tenant, while its token stands.
     /// With the tenant's relay id, epoch and head, it names the device's push marks
     /// (``PushMarks``): how far the tenant holds what the device pushed of each of its logs.
@@ -38,7 +49,7 @@ extension HubDatabase {
             }
             return WireInfo(relay: Array(buffer: relay), epoch: Array(buffer: epoch), head: UInt64(head), pushMarks: marks)
         }
-        throw revoked(device)
+        throw database.revoked(device)
     }
 
     /// A range of the device's tenant's log after position `after`, as `GET /v1/range` returns
@@ -77,7 +88,7 @@ extension HubDatabase {
         var found: Row?
         for try await row in rows { found = row }
         guard let (relay, epoch, storedHead, headChain, chainAtStart, lastPosition, lastChain, sent) = found else {
-            throw revoked(device)
+            throw database.revoked(device)
         }
         let head = UInt64(max(0, storedHead))
         // A checkpoint past the head (the database restored from an older backup): answer from
@@ -115,7 +126,7 @@ extension HubDatabase {
         let rows = try await client.query(
             """
             SELECT body FROM wrapped_keys WHERE tenant_id = \(tenant) AND key_id = ANY(\(named)::bytea[])
-            ORDER BY key_id, arrival LIMIT \(Self.maxKeys)
+            ORDER BY key_id, arrival LIMIT \(HubDatabase.maxKeys)
             """, logger: logger)
         for try await body in rows.decode(ByteBuffer.self) { keys.append(Array(buffer: body)) }
         return keys
@@ -137,7 +148,7 @@ extension HubDatabase {
             WHERE t.id = \(tenant)
             """, logger: logger
         ).decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer).self) { found = row }
-        guard let (relay, epoch, storedHead, chain) = found else { throw revoked(device) }
+        guard let (relay, epoch, storedHead, chain) = found else { throw database.revoked(device) }
         let asked = EventIdentity.distinct(identities)  // a repeated identity is looked up once
         let writers = asked.map { ByteBuffer(bytes: $0.writer.bytes) }
         let counters = asked.map { Int64(clamping: $0.counter) }
@@ -151,12 +162,12 @@ extension HubDatabase {
             // to the bound cannot crowd the genuine one out. A body past the budget comes back as
             // NULL, so its identity is not answered whole. Bounded in time
             // (`eventRequestTimeoutMilliseconds`): 20,000 bodies under one identity cost ~130 ms.
-            let perIdentity = Int64(Self.versionsPerIdentity)
-            let rows = try await transaction { connection in
-                try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(Self.eventRequestTimeoutMilliseconds))", logger: logger)
+            let perIdentity = Int64(HubDatabase.versionsPerIdentity)
+            let rows = try await database.transaction { connection in
+                try await connection.query("SET LOCAL statement_timeout = \(unescaped: String(HubDatabase.eventRequestTimeoutMilliseconds))", logger: logger)
                 let rows = try await connection.query(
                     """
-                    SELECT ordinal, CASE WHEN rank <= \(perIdentity) AND before < \(Self.pullBytes) THEN body END FROM (
+                    SELECT ordinal, CASE WHEN rank <= \(perIdentity) AND before < \(HubDatabase.pullBytes) THEN body END FROM (
                         SELECT r.ordinal, r.rank, r.body, r.length, r.position,
                             sum(r.length) OVER (ORDER BY r.rank, r.length, r.position) - r.length AS before
                         FROM (
