@@ -183,26 +183,8 @@ extension Store {
     ) throws(ChronicleError) -> Int {
         let eventLog = try settledEventLog
         try prepareTravelKeys()
-        var cut = try exportCut(eventLog, after: range.lowerBound > 0 ? range.lowerBound - 1 : 0, through: range.upperBound)
-        if cut.upTo >= min(range.upperBound, cut.head) {
-            let bytes = cut.encoded()
-            try PrivateFiles.replace(bytes, at: url)
-            progress?(cut.upTo, cut.head)
-            return bytes.count
-        }
-        return try mappingErrors {
-            try PrivateFiles.replace(at: url) { write in
-                try write(Self.rangeStreamMagic + [Self.rangeStreamVersion])
-                while true {
-                    let bytes = cut.encoded()
-                    try write(UInt64(bytes.count).bigEndianBytes + bytes)
-                    progress?(cut.upTo, cut.head)
-                    guard cut.upTo < min(range.upperBound, cut.head) else { return }
-                    let previous = cut.upTo
-                    cut = try exportCut(eventLog, after: previous, through: range.upperBound)
-                    guard cut.upTo > previous else { return }  // nothing further (the log was compacted under us)
-                }
-            }
+        return try RangeFile.write(to: url, through: range.upperBound, progress: progress) { after throws(ChronicleError) in
+            try exportCut(eventLog, after: after ?? (range.lowerBound > 0 ? range.lowerBound - 1 : 0), through: range.upperBound)
         }
     }
 
@@ -219,10 +201,6 @@ extension Store {
         }
         return Data(cut.encoded())
     }
-
-    /// The first bytes of a range stream: "CHRNSTRM" and version 1 (docs/FORMAT.md, section 7.4).
-    static let rangeStreamMagic = Array("CHRNSTRM".utf8)
-    static let rangeStreamVersion: UInt8 = 1
 
     private func exportCut(_ eventLog: EventLog, after: UInt64, through last: UInt64) throws(ChronicleError) -> EventRange {
         try mappingErrors {
@@ -244,60 +222,6 @@ extension Store {
     /// - Returns: the receipts of every range, added up.
     @discardableResult
     public func importFile(at url: URL, progress: ((Int, Int) -> Void)? = nil) throws(ChronicleError) -> RangeReceipt {
-        let path = url.path
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .io(path: path, reason: "cannot open it to read (\(String(cString: strerror(errno))))") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw .io(path: path, reason: "not a regular file") }
-        let size = Int(status.st_size)
-        func read(_ count: Int) throws(ChronicleError) -> [UInt8] {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(count)
-            while bytes.count < count {
-                let chunk: Data?
-                do { chunk = try handle.read(upToCount: min(count - bytes.count, 16 << 20)) } catch {
-                    throw .io(path: path, reason: "cannot read it (\(error.localizedDescription))")
-                }
-                guard let chunk, !chunk.isEmpty else { break }
-                bytes += chunk
-            }
-            return bytes
-        }
-        let head = try read(Self.rangeStreamMagic.count + 1)
-        guard head.count == Self.rangeStreamMagic.count + 1, Array(head.prefix(Self.rangeStreamMagic.count)) == Self.rangeStreamMagic else {
-            // One range: the whole file, at most the largest range.
-            guard size <= EventRange.maxEncodedSize else {
-                throw .invalidArgument("\(path) is \(size) bytes: a range is at most \(EventRange.maxEncodedSize) bytes, and this is no range stream")
-            }
-            let receipt = try importRange(Data(head + (try read(size - head.count))), from: "file \(path)")
-            progress?(size, size)
-            return receipt
-        }
-        guard head.last == Self.rangeStreamVersion else {
-            throw .malformedInput("\(path): range stream version \(head.last ?? 0) is not supported (this build reads 1)")
-        }
-        var total = RangeReceipt()
-        var offset = head.count
-        /// What the frames before a bad one applied (they stay applied: each is its own transaction).
-        func kept(_ total: RangeReceipt) -> String {
-            total.received == 0 ? "" : "; the ranges before it were applied and kept (events applied: \(total.applied))"
-        }
-        while true {
-            let length = try read(8)
-            if length.isEmpty { return total }  // the end of the stream
-            guard length.count == 8, let count = UInt64(bigEndianBytes: length), count <= UInt64(EventRange.maxEncodedSize) else {
-                throw .malformedInput("\(path): a range length at byte \(offset) is truncated or over \(EventRange.maxEncodedSize) bytes\(kept(total))")
-            }
-            let bytes = try read(Int(count))
-            guard bytes.count == Int(count) else { throw .malformedInput("\(path): the range at byte \(offset) is truncated\(kept(total))") }
-            do { total.add(try importRange(Data(bytes), from: "file \(path)")) } catch {
-                // A frame that does not decode stops the import; the frames before it stay applied.
-                guard case let .malformedInput(reason) = error else { throw error }
-                throw .malformedInput("\(path): the range at byte \(offset): \(reason)\(kept(total))")
-            }
-            offset += 8 + bytes.count
-            progress?(offset, size)
-        }
+        try RangeFile.read(at: url, progress: progress) { bytes throws(ChronicleError) in try importRange(bytes, from: "file \(url.path)") }
     }
 }
