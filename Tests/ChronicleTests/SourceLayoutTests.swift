@@ -107,7 +107,7 @@ struct SourceLayoutTests {
     /// declaration at the file's top level to its closing brace.
     @Test func noTypeSpansOver800Lines() throws {
         let declaration = try Regex(#"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|private|fileprivate|internal|final)\s+)*(?:class|struct|enum|actor|extension)\s+([A-Za-z_]\w*)"#)
-        let allowed = ["Chronicle.Store": 1_800]
+        let allowed = ["Chronicle.Store": 1_680]
         var spans: [String: Int] = [:]
         for directory in ["Sources", "Tools/Sources", "CLI/Sources"] {
             for file in try Self.swiftFiles(under: directory) {
