@@ -13,6 +13,8 @@ public final class Watched<Value: Sendable>: Sendable {
         var value: Value
         var waiters: [Waiter] = []
         var nextID: UInt64 = 0
+        /// Waits whose guard fired before they were queued: they end at once when they are.
+        var expired: Set<UInt64> = []
     }
 
     private let state: Mutex<State>
@@ -43,22 +45,26 @@ public final class Watched<Value: Sendable>: Sendable {
         }
         let guardTask = Task { [self] in
             try? await Task.sleep(for: limit)
-            giveUp(id)
+            if !Task.isCancelled { giveUp(id) }
         }
         defer { guardTask.cancel() }
         return await withCheckedContinuation { continuation in
-            let holds = state.withLock { state -> Bool in
+            let answer = state.withLock { state -> Bool? in
                 if condition(state.value) { return true }
+                if state.expired.remove(id) != nil { return false }
                 state.waiters.append(Waiter(id: id, holds: condition, continuation: continuation))
-                return false
+                return nil
             }
-            if holds { continuation.resume(returning: true) }
+            if let answer { continuation.resume(returning: answer) }
         }
     }
 
     private func giveUp(_ id: UInt64) {
         let waiter = state.withLock { state -> Waiter? in
-            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else {
+                state.expired.insert(id)  // not queued yet (or already resumed: then never queued again)
+                return nil
+            }
             return state.waiters.remove(at: index)
         }
         waiter?.continuation.resume(returning: false)
