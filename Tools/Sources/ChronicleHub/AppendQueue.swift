@@ -40,19 +40,25 @@ final class AppendQueue: Sendable {
 
     /// Per tenant with a push in its turn.
     private let state = Mutex<[Int64: TenantTurn]>([:])
+    /// Told a tenant's ``held(_:)`` count after each push joins the queue (for tests and
+    /// diagnostics, which wait on it rather than poll it).
+    let onHeld = Mutex<(@Sendable (_ tenant: Int64, _ held: Int) -> Void)?>(nil)
 
     /// Waits for `push`'s turn (at once when its tenant has none in progress on this node), or
     /// for the result another push's turn gave it.
     func enqueue(_ push: Push) async -> Turn {
         await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
-            let lead = state.withLock { state -> Bool in
-                guard state[push.device.tenant] != nil else {
-                    state[push.device.tenant] = TenantTurn()
-                    return true
+            let tenant = push.device.tenant
+            let (lead, held) = state.withLock { state -> (Bool, Int) in
+                guard var turn = state[tenant] else {
+                    state[tenant] = TenantTurn()
+                    return (true, 1)
                 }
-                state[push.device.tenant]?.waiting.append(Waiting(push: push, continuation: continuation))
-                return false
+                turn.waiting.append(Waiting(push: push, continuation: continuation))
+                state[tenant] = turn
+                return (false, turn.inTurn + turn.waiting.count)
             }
+            onHeld.withLock { $0 }?(tenant, held)
             if lead { continuation.resume(returning: .lead) }
         }
     }

@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
+import Synchronization
 import Testing
 import ToolsTestSupport
 
@@ -92,6 +93,8 @@ extension HubTests {
             configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
             let devices = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             let other = HTTPClient(eventLoopGroupProvider: .singleton)
+            let held = heldAppends(hub, tenant: id)
+            defer { hub.nodes[0].database.appendQueue.onHeld.withLock { $0 = nil } }
             let (pushes, answered) = try await whileHoldingRowLock(hub, tenant: id) { _ in
                 let pushes = (0..<48).map { _ in
                     Task {
@@ -102,13 +105,14 @@ extension HubTests {
                         _ = try? await devices.execute(request, timeout: .seconds(60))
                     }
                 }
-                try await Task.sleep(for: .seconds(2))
+                // Every push is the node's: one in its turn, waiting on the row lock, the rest queued.
+                #expect(await held.wait(until: { $0 >= 48 }), "the pushes did not reach the node's queue")
                 // The row lock is held until this returns: a starved node never answers, however
-                // long the bound; a loaded machine answers late. A bound, not a measurement.
-                let answered = await finishes(within: .seconds(30)) {
+                // long the bound; a loaded machine answers late. A hang guard, not a measurement.
+                let answered = await finishes(within: .seconds(120)) {
                     var request = HTTPClientRequest(url: url.appendingPathComponent("v1/info").absoluteString)
                     request.headers.add(name: "Authorization", value: "Bearer \(quietToken)")
-                    let info = try await other.execute(request, timeout: .seconds(30))
+                    let info = try await other.execute(request, timeout: .seconds(120))
                     #expect(info.status.code == 200)
                 }
                 return (pushes, answered)

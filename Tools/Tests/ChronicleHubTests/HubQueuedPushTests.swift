@@ -9,6 +9,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import PostgresNIO
+import Synchronization
 import Testing
 import ToolsTestSupport
 
@@ -30,6 +31,8 @@ extension HubTests {
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         defer { _ = client.shutdown() }
+        let held = heldAppends(hub, tenant: id)
+        defer { hub.nodes[0].database.appendQueue.onHeld.withLock { $0 = nil } }
         let requests = try await whileHoldingRowLock(hub, tenant: id) { _ in
             let requests = pushes.map { push in
                 Task {
@@ -43,11 +46,7 @@ extension HubTests {
             }
             // The first push waits on the row lock; every other one in the node's queue, or in
             // the first one's transaction when it arrived before the first took its batch.
-            var polls = 0
-            while hub.nodes[0].database.appendQueue.held(id) < pushes.count, polls < 3_000 {
-                try await Task.sleep(for: .milliseconds(10))
-                polls += 1
-            }
+            #expect(await held.wait(until: { $0 >= pushes.count }), "the pushes did not queue")
             #expect(hub.nodes[0].database.appendQueue.held(id) == pushes.count, "the pushes did not queue")
             try await whileQueued()
             return requests

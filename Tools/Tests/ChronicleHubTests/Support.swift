@@ -91,6 +91,16 @@ func withHub<R: Sendable>(
 }
 
 
+/// The pushes of `tenant` that node 0 holds (in a turn or waiting for one), as they join: a
+/// test waits on it instead of polling the queue. Reset `appendQueue.onHeld` afterwards.
+func heldAppends(_ hub: HubFixture, tenant id: Int64) -> Watched<Int> {
+    let held = Watched(0)
+    hub.nodes[0].database.appendQueue.onHeld.withLock { observer in
+        observer = { tenant, count in if tenant == id { held.update { $0 = count } } }
+    }
+    return held
+}
+
 /// Runs `body` while a transaction of its own holds the row lock of tenant `id` (appends to the
 /// tenant wait for it in PostgreSQL), passing the holding backend's process id; releases the
 /// lock when `body` returns or throws.
