@@ -5,7 +5,8 @@
 /// opens, over every key: a store may hold garbage from a build before retention, or from another
 /// process). It looks only at the keys written since the last pass, snapshotted as it starts, so
 /// one hot key costs one pass per ``threshold`` writes however fast it is written, and a pass never
-/// chases the writes that land while it runs.
+/// chases the writes that land while it runs: when they make another pass due, that one follows
+/// it (rather than wait for the next write, which may never come).
 package struct SweepSchedule: Sendable {
     /// Records appended between two passes.
     package static let threshold = 256
