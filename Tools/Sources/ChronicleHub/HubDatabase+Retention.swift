@@ -138,7 +138,7 @@ extension HubDatabase {
         }
     }
 
-    /// Waits for the trims this node runs now (for tests and an orderly stop).
+    /// Waits for the trims this node runs now (tests wait on them rather than poll the counts).
     func trimsFinish() async {
         for trim in trims.withLock({ Array($0.values) }) { await trim.value }
     }
