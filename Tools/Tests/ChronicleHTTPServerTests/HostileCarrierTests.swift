@@ -207,7 +207,7 @@ struct HostileCarrierTests {
                 return (first.status, second.status)
             }
             // A generous hang guard: it fails only when the pushes never return while the gate holds.
-            #expect(await finishes(pushes), "a push that needs no derivation waited for one held at a gate")
+            #expect(await finishes { _ = try await pushes.value }, "a push that needs no derivation waited for one held at a gate")
             opened.signal()
             let statuses = try await pushes.value
             #expect(statuses.0 == 200 && statuses.1 == 200)

@@ -39,17 +39,6 @@ func handMadeRange(keys: [[UInt8]] = [], events: [[UInt8]] = []) -> Data {
             afterChain: RelayRange.emptyChain, upToChain: RelayRange.emptyChain, keys: keys, events: events))
 }
 
-/// Whether `body` finishes within `limit`.
-func finishes(within limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async -> Bool {
-    await withTaskGroup(of: Bool.self) { group in
-        group.addTask { (try? await body()) != nil }
-        group.addTask { try? await Task.sleep(for: limit); return false }
-        let first = await group.next() ?? false
-        group.cancelAll()
-        return first
-    }
-}
-
 /// The hub under failure and abuse: forged bodies, junk keys, revoked tokens, failed commits.
 extension HubTests {
 /// Nested in HubTests so that they never run while another

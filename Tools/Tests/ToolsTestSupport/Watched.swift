@@ -71,10 +71,11 @@ public final class Watched<Value: Sendable>: Sendable {
     }
 }
 
-/// Whether `task` finishes within `limit`: a hang guard that tells a hang from slowness.
-public func finishes<T: Sendable>(_ task: Task<T, any Error>, within limit: Duration = .seconds(120)) async -> Bool {
+/// Whether `body` finishes without throwing within `limit`: a hang guard that tells a hang from
+/// slowness.
+public func finishes(within limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> Void) async -> Bool {
     await withTaskGroup(of: Bool.self) { group in
-        group.addTask { _ = try? await task.value; return true }
+        group.addTask { (try? await body()) != nil }
         group.addTask { try? await Task.sleep(for: limit); return false }
         let first = await group.next() ?? false
         group.cancelAll()
