@@ -39,7 +39,7 @@ extension Store {
         let copy = try Store(directory: directory, configuration: targetConfiguration, keySource: (try? crypto.get())?.sourceValue)
         let target = try copy.eventLog
         try mappingErrors {
-            try eventLog.inspection.copyKeyRecords(to: target)
+            try eventLog.keyRecords.copyWrappedKeys(to: target.keyRecords)
             let total = try eventLog.head().sequence
             var last: UInt64 = 0
             switch point {

@@ -36,13 +36,20 @@ extension EventLog {
 
     /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
     package func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
-        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
-            return LogHead.empty.chain
-        }
-        return Array(bytes.suffix(LogRecord.hashLength))
+        try storage.chainHash(at: sequence, txn)
     }
 
     package func chainHash(at sequence: UInt64) throws -> [UInt8] {
         try environment.read { txn in try chainHash(at: sequence, txn) }
+    }
+}
+
+extension LogStorage {
+    /// The chain hash of the record at `sequence` (zeros for 0, or a sequence not in the log).
+    func chainHash(at sequence: UInt64, _ txn: borrowing Transaction) throws -> [UInt8] {
+        guard sequence > 0, let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes), bytes.count > LogRecord.hashLength else {
+            return LogHead.empty.chain
+        }
+        return Array(bytes.suffix(LogRecord.hashLength))
     }
 }

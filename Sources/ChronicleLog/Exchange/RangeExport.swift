@@ -6,16 +6,22 @@ import ChronicleLMDB
 import ChronicleSodium
 
 /// Ranges out of the log: what a peer asked for after a position, bounded in events and bytes, with the key records the events name.
+///
+/// It reads only: the log's storage, the key rows, and the rules of what each key keeps.
 package struct RangeExport: Sendable {
-    let log: EventLog
+    let storage: LogStorage
+    /// The replica the ranges say they come from.
+    let replica: ReplicaID
+    let planner: RetentionPlanner
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
-    private var keyRecords: KeyRecords { log.keyRecords }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
+    private var tables: KeyTables { KeyTables(storage: storage) }
+    private var historyIndex: HistoryIndex { HistoryIndex(storage: storage) }
 }
 
 extension EventLog {
-    package var rangeExport: RangeExport { RangeExport(log: self) }
+    package var rangeExport: RangeExport { RangeExport(storage: storage, replica: replica, planner: retentionPlanner) }
 }
 
 extension RangeExport {
@@ -100,9 +106,9 @@ extension RangeExport {
             // Each key as it travels, and any alternate records this store relays under its id.
             let keys = try travelingKeyRecords(keyIDs, txn)
             var range = EventRange(
-                source: log.replica, epoch: try EventLog.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
-                afterChain: try log.chainHash(at: start, txn), upToChain: try log.chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
-            range.opaqueKeys = try keyIDs.flatMap { id in try keyRecords.newerKindKeys(id, txn) }
+                source: replica, epoch: try EventLog.epoch(txn, dbs), after: start, upTo: upTo, head: head.sequence,
+                afterChain: try storage.chainHash(at: start, txn), upToChain: try storage.chainHash(at: upTo, txn), keys: keys, events: sent, opaque: opaque)
+            range.opaqueKeys = try keyIDs.flatMap { id in try tables.newerKindKeys(id, txn) }
             return range
         }
     }
@@ -110,7 +116,7 @@ extension RangeExport {
     /// The key records a range carries for `keyIDs`: each key as it travels, and any alternate
     /// records this store relays under its id.
     func travelingKeyRecords(_ keyIDs: [KeyID], _ txn: borrowing Transaction) throws -> [WrappedKey] {
-        try keyIDs.flatMap { id in (try keyRecords.travelKey(id, txn).map { [$0] } ?? []) + (try keyRecords.alternateKeys(id, txn)) }
+        try keyIDs.flatMap { id in (try tables.travelKey(id, txn).map { [$0] } ?? []) + (try tables.alternateKeys(id, txn)) }
     }
 
     /// Of the events a range covers (in log order), those worth sending. With the automatic filter,
@@ -138,10 +144,10 @@ extension RangeExport {
         for (sequence, event) in events {
             let prefix = HistoryKey.prefix(domain: event.domain, name: event.key)
             if kept[prefix] == nil {
-                let retention = try log.sweeper.retention(ofPrefix: prefix, txn)
-                let sequences = retention.keptRevisions == nil ? [] : try log.historyIndex.historySequences(event.domain, event.key, txn)
+                let retention = try planner.retention(ofPrefix: prefix, txn)
+                let sequences = retention.keptRevisions == nil ? [] : try historyIndex.historySequences(event.domain, event.key, txn)
                 if let keep = retention.keptRevisions, sequences.count > keep {
-                    kept[prefix] = .some(Set(try log.sweeper.retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
+                    kept[prefix] = .some(Set(try planner.retainedSequences(event.domain, event.key, keeping: retention, known: sequences, txn)))
                 } else {
                     kept[prefix] = .some(nil)
                 }
@@ -205,9 +211,9 @@ extension RangeExport {
             var keyIDs: [KeyID] = []
             for event in events { for id in event.namedKeyIDs where !keyIDs.contains(id) { keyIDs.append(id) } }
             let keys = try travelingKeyRecords(keyIDs, txn)
-            let chain = try log.chainHash(at: head.sequence, txn)
+            let chain = try storage.chainHash(at: head.sequence, txn)
             let range = EventRange(
-                source: log.replica, epoch: try EventLog.epoch(txn, dbs), after: head.sequence, upTo: head.sequence, head: head.sequence,
+                source: replica, epoch: try EventLog.epoch(txn, dbs), after: head.sequence, upTo: head.sequence, head: head.sequence,
                 afterChain: chain, upToChain: chain, keys: keys, events: events, opaque: [])
             return (range, whole)
         }

@@ -63,7 +63,7 @@ package struct RangeImport: Sendable {
     private var dbs: Databases { log.dbs }
     private var observers: ObserverHub { log.observers }
     private var driftGuard: DriftGuard { log.driftGuard }
-    private var keyRecords: KeyRecords { log.keyRecords }
+    private var keyTables: KeyTables { log.keyTables }
 }
 
 extension EventLog {
@@ -135,9 +135,9 @@ extension RangeImport {
     /// ones (counted in the receipt) and sets the rejected ones aside.
     private func takeKeys(_ keys: KeyScreening, of range: EventRange, _ options: ImportOptions, _ run: inout ImportRun, _ txn: borrowing Transaction) throws {
         for id in keys.retired { try txn.delete(dbs.quarantine, key: id.bigEndianBytes) }
-        run.receipt.keys = try keyRecords.addWrappedKeys(keys.accepted, txn)
+        run.receipt.keys = try keyTables.addWrappedKeys(keys.accepted, txn)
         // A newer build's key records: a store that verifies nothing keeps them to relay; a member cannot open them.
-        if options.verifier == nil { try keyRecords.addNewerKindKeys(range.opaqueKeys, named: range.namedKeyIDs, txn) }
+        if options.verifier == nil { try keyTables.addNewerKindKeys(range.opaqueKeys, named: range.namedKeyIDs, txn) }
         for (record, reason, detail) in keys.rejected {
             try setAside(reason, kind: .wrappedKey, detail: detail, bytes: record.encoded(), &run, txn)
         }

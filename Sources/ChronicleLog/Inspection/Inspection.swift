@@ -5,18 +5,28 @@ import Foundation
 /// Reading the log as the tools and the change stream show it: view entries, events with their chain hashes, the catalog of keys, statistics.
 ///
 /// Read-only questions the tools and maintenance code ask of the log, one snapshot each.
+/// It reads only, in read transactions of its own: the storage and the read-side parts over it.
 package struct Inspection: Sendable {
-    let log: EventLog
+    let storage: LogStorage
+    /// This replica's id (the statistics name it).
+    let replica: ReplicaID
+    let driftGuard: DriftGuard
+    let replayer: LogReplay
+    let gaps: Gaps
+    let planner: RetentionPlanner
 
-    private var environment: Environment { log.environment }
-    private var dbs: Databases { log.dbs }
-    private var path: String { log.path }
-    private var driftGuard: DriftGuard { log.driftGuard }
-    private var keyRecords: KeyRecords { log.keyRecords }
+    private var environment: Environment { storage.environment }
+    private var dbs: Databases { storage.dbs }
+    private var path: String { storage.path }
+    private var tables: KeyTables { KeyTables(storage: storage) }
+    private var historyIndex: HistoryIndex { HistoryIndex(storage: storage) }
+    private var relayOnly: RelayOnlyBounds { RelayOnlyBounds(storage: storage) }
 }
 
 extension EventLog {
-    package var inspection: Inspection { Inspection(log: self) }
+    package var inspection: Inspection {
+        Inspection(storage: storage, replica: replica, driftGuard: driftGuard, replayer: replayer, gaps: gaps, planner: retentionPlanner)
+    }
 }
 
 extension Inspection {
@@ -39,7 +49,7 @@ extension Inspection {
     package func events(in range: ClosedRange<UInt64>) throws -> [CommittedEvent] {
         try environment.read { txn in
             var events: [CommittedEvent] = []
-            _ = try log.replayer.replayLog(txn, upTo: range.upperBound) { sequence, event in
+            _ = try replayer.replayLog(txn, upTo: range.upperBound) { sequence, event in
                 if range.contains(sequence) {
                     let hash = try txn.get(dbs.events, key: sequence.bigEndianBytes).map { try LogRecord(decoding: $0, sequence: sequence).hash } ?? []
                     events.append(try streamed(event, sequence, hash: hash, txn))
@@ -84,7 +94,7 @@ extension Inspection {
             let epoch = try EventLog.epoch(txn, dbs)
             guard sequence > 0 else { return (true, epoch) }
             // A place inside a gap: retention dropped the record there, and the epoch confirms it.
-            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try log.gaps.isInsideGap(sequence, txn), epoch) }
+            guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else { return (try gaps.isInsideGap(sequence, txn), epoch) }
             return (try LogRecord(decoding: bytes, sequence: sequence).hash == hash, epoch)
         }
     }
@@ -128,15 +138,15 @@ extension Inspection {
             var counted: [[KeyName: Int]]?
             if try txn.count(dbs.legacyHistory) > 0 {
                 var counts: [[KeyName: Int]] = [[:], [:]]
-                try log.historyIndex.eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
+                try historyIndex.eventsOfTheLog(txn) { _, event in counts[Int(event.domain.rawValue)][KeyName(event.key), default: 0] += 1 }
                 counted = counts
             }
             for domain in Domain.allCases {
                 for (name, entry) in try viewEntries(domain, txn) {
-                    let retention = try log.sweeper.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+                    let retention = try planner.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
                     let revisions =
                         try counted.map { $0[Int(domain.rawValue)][KeyName(name)] ?? 0 }
-                        ?? log.sweeper.retainedSequences(domain, name, keeping: retention, txn).count
+                        ?? planner.retainedSequences(domain, name, keeping: retention, txn).count
                     infos.append(
                         KeyInfo(
                             name: name, domain: domain.name, policy: entry.policy, size: entry.payload.count, revisions: revisions,
@@ -154,21 +164,15 @@ extension Inspection {
         let usedBytes = environment.usedBytes
         let mapSize = environment.mapSize
         return try environment.read { txn in
-            let relayOnly = try log.relayOnly.relayOnlySpace(txn)
+            let space = try relayOnly.relayOnlySpace(txn)
             return StoreStatistics(
-                replicaID: log.replica, epoch: try EventLog.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
+                replicaID: replica, epoch: try EventLog.epoch(txn, dbs).hex, head: try LogHead.read(txn, dbs).sequence,
                 records: try txn.count(dbs.events), defaultsKeys: try txn.count(dbs.defaults), secretKeys: try txn.count(dbs.secrets),
                 dots: try txn.count(dbs.dots), deferred: try txn.count(dbs.deferred), checkpoints: try txn.count(dbs.peers),
-                dataKeys: try keyRecords.wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: relayOnly.count,
-                relayOnlyBytes: relayOnly.bytes, relayOnlyBySource: try log.relayOnly.relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
+                dataKeys: try tables.wrappedKeyIDs(txn).count, quarantined: try txn.count(dbs.quarantine), relayOnly: space.count,
+                relayOnlyBytes: space.bytes, relayOnlyBySource: try relayOnly.relaySourceTallies(txn), usedBytes: usedBytes, fileBytes: fileBytes,
                 mapSize: mapSize)
         }
-    }
-
-    /// Copies every wrapped data key this log holds into `target` (those it lacks).
-    package func copyKeyRecords(to target: EventLog) throws {
-        let records = try keyRecords.readKeyRecords { txn in try keyRecords.wrappedKeys(txn) }
-        _ = try target.keyRecords.writeKeyRecords { txn, _ in try target.keyRecords.addWrappedKeys(records, txn) }
     }
 
     /// Shrinks the data file at `path` to the pages in use (`mdb_env_copy2`, then

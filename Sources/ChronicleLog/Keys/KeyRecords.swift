@@ -17,6 +17,8 @@ package struct KeyRecords: Sendable {
 
     private var environment: Environment { log.environment }
     private var dbs: Databases { log.dbs }
+    /// The rows it reads and writes inside its transactions.
+    private var tables: KeyTables { log.keyTables }
     /// The chain keys the log hashes with (the keyring installs them once it opens a key).
     package var chainKeys: ChainKeys { log.chainKeys }
 
@@ -24,57 +26,57 @@ package struct KeyRecords: Sendable {
 
     /// The ids of the active key and of the key that keys the chain (`nil`: none).
     package func activeAndChainKeyIDs() throws -> (active: KeyID?, chain: KeyID?) {
-        try readKeyRecords { txn in (try activeKeyID(txn), try chainKeyID(txn)) }
+        try readKeyRecords { txn in (try tables.activeKeyID(txn), try tables.chainKeyID(txn)) }
     }
 
     /// The active key's record, if a key is active and its record is here.
     package func activeRecord() throws -> WrappedKey? {
-        try readKeyRecords { txn in try activeKeyID(txn).flatMap { try wrappedKey($0, txn) } }
+        try readKeyRecords { txn in try tables.activeKeyID(txn).flatMap { try tables.wrappedKey($0, txn) } }
     }
 
     /// The wrapped data key `id`, or `nil` when this replica does not hold it.
     package func wrappedKey(_ id: KeyID) throws -> WrappedKey? {
-        try readKeyRecords { txn in try wrappedKey(id, txn) }
+        try readKeyRecords { txn in try tables.wrappedKey(id, txn) }
     }
 
     /// The ids of every wrapped data key, in key order.
     package func wrappedKeyIDs() throws -> [KeyID] {
-        try readKeyRecords { txn in try wrappedKeyIDs(txn) }
+        try readKeyRecords { txn in try tables.wrappedKeyIDs(txn) }
     }
 
     /// Every wrapped data key (never a plaintext key).
     package func wrappedKeys() throws -> [WrappedKey] {
-        try readKeyRecords { txn in try wrappedKeys(txn) }
+        try readKeyRecords { txn in try tables.wrappedKeys(txn) }
     }
 
     /// The wrapped data keys that have no travel wrap yet.
     package func wrappedKeysWithoutTravelWrap() throws -> [WrappedKey] {
-        try readKeyRecords { txn in try wrappedKeys(txn).filter { try !hasTravelKey($0.id, txn) } }
+        try readKeyRecords { txn in try tables.wrappedKeys(txn).filter { try !tables.hasTravelKey($0.id, txn) } }
     }
 
     /// Every wrapped data key as it travels: its travel wrap when it has one, else as stored.
     package func travelKeys() throws -> [WrappedKey] {
-        try readKeyRecords { txn in try wrappedKeyIDs(txn).compactMap { try travelKey($0, txn) } }
+        try readKeyRecords { txn in try tables.wrappedKeyIDs(txn).compactMap { try tables.travelKey($0, txn) } }
     }
 
     /// Stores wrapped data keys (replacing records with the same ids), in one transaction.
     package func putWrappedKeys(_ records: [WrappedKey]) throws {
         guard !records.isEmpty else { return }
-        _ = try writeKeyRecords { txn, _ in for record in records { try putWrappedKey(record, txn) } }
+        _ = try writeKeyRecords { txn, _ in for record in records { try tables.putWrappedKey(record, txn) } }
     }
 
     /// Stores travel wraps of data keys, in one transaction.
     package func putTravelKeys(_ records: [WrappedKey]) throws {
         guard !records.isEmpty else { return }
-        _ = try writeKeyRecords { txn, _ in for record in records { try putTravelKey(record, txn) } }
+        _ = try writeKeyRecords { txn, _ in for record in records { try tables.putTravelKey(record, txn) } }
     }
 
     /// Replaces every wrapped data key with what `rewrap` makes of it, in one transaction (a
     /// key that arrives meanwhile is rewrapped too, or the whole change fails).
     package func rewrapAll(_ rewrap: (WrappedKey) throws -> WrappedKey) throws {
         _ = try writeKeyRecords { txn, _ in
-            let rewrapped = try wrappedKeys(txn).map(rewrap)
-            for record in rewrapped { try putWrappedKey(record, txn) }
+            let rewrapped = try tables.wrappedKeys(txn).map(rewrap)
+            for record in rewrapped { try tables.putWrappedKey(record, txn) }
         }
     }
 
@@ -83,10 +85,10 @@ package struct KeyRecords: Sendable {
     /// readable (a passphrase reuses its salt). Returns the new key's id.
     package func activateNewKey(_ make: (_ active: WrappedKey?) throws -> WrappedKey) throws -> KeyID {
         try writeKeyRecords { txn, _ in
-            let active = try activeKeyID(txn).flatMap { try? wrappedKey($0, txn) }
+            let active = try tables.activeKeyID(txn).flatMap { try? tables.wrappedKey($0, txn) }
             let record = try make(active)
-            try putWrappedKey(record, txn)
-            try setActiveKeyID(record.id, txn)
+            try tables.putWrappedKey(record, txn)
+            try tables.setActiveKeyID(record.id, txn)
             return record.id
         }
     }
@@ -106,10 +108,10 @@ package struct KeyRecords: Sendable {
     /// The key `sealer` seals and authenticates with in this transaction: the active key, or a
     /// first key the sealer makes, which is stored here, made active and keys the chain.
     func sealingKey(_ sealer: any EventSealer, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> SealingKey {
-        let key = try sealer.sealingKey(active: try activeKeyID(txn)) { id in try wrappedKey(id, txn) }
+        let key = try sealer.sealingKey(active: try tables.activeKeyID(txn)) { id in try tables.wrappedKey(id, txn) }
         if let created = key.created {
-            try putWrappedKey(created, txn)
-            try setActiveKeyID(key.id, txn)
+            try tables.putWrappedKey(created, txn)
+            try tables.setActiveKeyID(key.id, txn)
             try keyChain(with: key.id, dataKey: key.key, creatingKey: true, txn, &head)
         }
         return key
@@ -152,6 +154,12 @@ package struct KeyRecords: Sendable {
         try log.quarantine.deferredKeyRecordsWithSources()
     }
 
+    /// Copies every wrapped data key this log holds into `target`'s log (those it lacks).
+    package func copyWrappedKeys(to target: KeyRecords) throws {
+        let records = try readKeyRecords { txn in try tables.wrappedKeys(txn) }
+        _ = try target.writeKeyRecords { txn, _ in try target.tables.addWrappedKeys(records, txn) }
+    }
+
     /// The key ids that quarantined events waiting for their key name.
     package func waitingKeyIDs() throws -> Set<KeyID> { try log.quarantine.waitingKeyIDs() }
 
@@ -163,20 +171,6 @@ package struct KeyRecords: Sendable {
     /// Runs `body` in a write transaction with the log head, which is written back when `body` returns.
     func writeKeyRecords<R>(_ body: (borrowing Transaction, inout LogHead) throws -> R) throws -> R {
         try log.withHead(.always, body)
-    }
-
-    /// The id of the key that seals new events, if any.
-    func activeKeyID(_ txn: borrowing Transaction) throws -> KeyID? {
-        try txn.get(dbs.meta, key: MetaKey.activeKey).map { try KeyID(metaEntry: "active key", $0) }
-    }
-
-    func setActiveKeyID(_ id: KeyID, _ txn: borrowing Transaction) throws {
-        try txn.put(dbs.meta, key: MetaKey.activeKey, value: id.bytes)
-    }
-
-    /// The id of the data key whose chain subkey keys the hash chain (`nil`: an unkeyed chain).
-    func chainKeyID(_ txn: borrowing Transaction) throws -> KeyID? {
-        try txn.get(dbs.meta, key: MetaKey.chainKey).map { try KeyID(metaEntry: "chain key", $0) }
     }
 
     /// Keys the hash chain with data key `id` from now on, when it is not keyed yet: appends a
@@ -229,126 +223,11 @@ package struct KeyRecords: Sendable {
         try log.appendRecord(.chainKey, body: id.bytes, key: try chainKeys.key(id), txn, &head)
     }
 
-    /// The wrapped data key `id`, or `nil` when this replica does not hold it.
-    func wrappedKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> WrappedKey? {
-        guard let bytes = try txn.get(dbs.meta, key: MetaKey.wrappedKey(id)) else { return nil }
-        do { return try WrappedKey(decoding: bytes) } catch {
-            throw ChronicleError.corruptKeyRecord(id: id.description, reason: error.description)
-        }
-    }
-
-    /// The ids of every wrapped data key, in key order.
-    func wrappedKeyIDs(_ txn: borrowing Transaction) throws -> [KeyID] {
-        var ids: [KeyID] = []
-        try txn.scan(dbs.meta, from: MetaKey.wrappedKeyPrefix) { key, _ in
-            guard key.starts(with: MetaKey.wrappedKeyPrefix) else { return false }
-            ids.append(try KeyID(metaEntry: "wrapped key name", key.dropFirst(MetaKey.wrappedKeyPrefix.count)))
-            return true
-        }
-        return ids
-    }
-
-    /// Every wrapped data key (never a plaintext key).
-    func wrappedKeys(_ txn: borrowing Transaction) throws -> [WrappedKey] {
-        try wrappedKeyIDs(txn).compactMap { id in try wrappedKey(id, txn) }
-    }
-
-    /// The wrapped data key `id` as it travels: its travel wrap when it has one, else as stored.
-    func travelKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> WrappedKey? {
-        if let bytes = try txn.get(dbs.meta, key: MetaKey.travelKey(id)) {
-            do { return try WrappedKey(decoding: bytes) } catch {
-                throw ChronicleError.corruptKeyRecord(id: id.description, reason: "travel wrap: \(error.description)")
-            }
-        }
-        return try wrappedKey(id, txn)
-    }
-
-    /// Whether data key `id` has a travel wrap.
-    func hasTravelKey(_ id: KeyID, _ txn: borrowing Transaction) throws -> Bool {
-        try txn.get(dbs.meta, key: MetaKey.travelKey(id)) != nil
-    }
-
-    /// Stores the travel wrap of a data key.
-    func putTravelKey(_ record: WrappedKey, _ txn: borrowing Transaction) throws {
-        try txn.put(dbs.meta, key: MetaKey.travelKey(record.id), value: record.encoded())
-    }
-
-    /// Stores a wrapped data key (replacing a record with the same id).
-    func putWrappedKey(_ record: WrappedKey, _ txn: borrowing Transaction) throws {
-        try txn.put(dbs.meta, key: MetaKey.wrappedKey(record.id), value: record.encoded())
-    }
-
-    /// Stores each wrapped key this log does not hold yet; returns how many were new. A different
-    /// record under an id it holds is kept as an alternate to relay: at most ``alternatesPerKey``
-    /// per id, the earliest arrivals (the first record is never replaced; once the alternates
-    /// are full, a new one replaces the newest). Junk sent after the real record never pushes it
-    /// out; a carrier that knows an id must send more than that many records before the real
-    /// one first reaches this relay to keep it from here (members still get it from any peer
-    /// that has it).
-    @discardableResult
-    func addWrappedKeys(_ records: [WrappedKey], _ txn: borrowing Transaction) throws -> Int {
-        var added = 0
-        let now = UnixMilliseconds.now()
-        for record in records {
-            let encoded = record.encoded()
-            guard let existing = try txn.get(dbs.meta, key: MetaKey.wrappedKey(record.id)) else {
-                try putWrappedKey(record, txn)
-                added += 1
-                continue
-            }
-            guard existing != encoded else { continue }
-            try addAlternate(encoded, id: record.id, arrival: now, txn)
-        }
-        return added
-    }
-
-    /// Keeps `record` (a wrapped key's bytes, of any version) as an alternate under `id`, unless
-    /// it is there already; past ``alternatesPerKey`` it replaces the newest alternate, so the
-    /// earliest arrivals stay. Arrivals under one id are strictly increasing (a record arriving
-    /// in the same millisecond as the newest counts one more), so "newest" is never a tie.
-    func addAlternate(_ record: [UInt8], id: KeyID, arrival: UInt64, _ txn: borrowing Transaction) throws {
-        let alternates = try alternateEntries(id, txn)
-        guard !alternates.contains(where: { $0.value == record }) else { return }
-        let newest = alternates.max { $0.arrival < $1.arrival }  // ties only among records stored before arrivals were
-        if alternates.count >= Self.alternatesPerKey, let newest { try txn.delete(dbs.meta, key: newest.key) }
-        let stamped = max(arrival, (newest?.arrival ?? 0) &+ 1)
-        try txn.put(dbs.meta, key: MetaKey.alternateKey(id, record, arrival: stamped), value: record)
-    }
-
-    /// Keeps wrapped-key records of a newer build (a version or kind this build cannot open) to
-    /// relay, as alternates under the key id every version keeps at the same place: only records
-    /// an item of the batch names (`named`), of at most ``newerKindRecordLimit`` bytes.
-    func addNewerKindKeys(_ records: [[UInt8]], named: Set<KeyID>, _ txn: borrowing Transaction) throws {
-        let now = UnixMilliseconds.now()
-        for record in records where record.count <= Self.newerKindRecordLimit {
-            guard let id = WrappedKey.keyID(ofRecord: record), named.contains(id) else { continue }
-            try addAlternate(record, id: id, arrival: now, txn)
-        }
-    }
-
     /// The largest key record of a newer build kept to relay (today's are about 140 bytes).
     package static let newerKindRecordLimit = 4096
 
-    /// The alternate records under key id `id` that this build cannot decode (a newer build's).
-    func newerKindKeys(_ id: KeyID, _ txn: borrowing Transaction) throws -> [[UInt8]] {
-        try alternateEntries(id, txn).map(\.value).filter { WrappedKey.isOfNewerKind($0) }
-    }
-
     /// The most alternate records a store keeps under one key id.
     package static let alternatesPerKey = 16
-
-    /// The alternate records kept under key id `id`, with their `meta` keys and arrival (0: before it was recorded).
-    private func alternateEntries(_ id: KeyID, _ txn: borrowing Transaction) throws -> [(key: [UInt8], arrival: UInt64, value: [UInt8])] {
-        let prefix = MetaKey.alternateKeyPrefix + id.bytes
-        var entries: [(key: [UInt8], arrival: UInt64, value: [UInt8])] = []
-        try txn.scan(dbs.meta, from: prefix) { key, value in
-            guard key.starts(with: prefix) else { return false }
-            let arrival = key.count == prefix.count + 16 ? UInt64(bigEndianBytes: Array(key[prefix.count..<prefix.count + 8])) ?? 0 : 0
-            entries.append((key, arrival, value))
-            return true
-        }
-        return entries
-    }
 
     // MARK: - Records that did not open
 
@@ -385,8 +264,4 @@ package struct KeyRecords: Sendable {
     /// time each).
     package static let unopenedCapacity = 4096
 
-    /// The alternate records kept under key id `id`.
-    func alternateKeys(_ id: KeyID, _ txn: borrowing Transaction) throws -> [WrappedKey] {
-        try alternateEntries(id, txn).compactMap { try? WrappedKey(decoding: $0.value) }
-    }
 }

@@ -34,8 +34,8 @@ extension EventLog {
     /// has run since the last write.
     package func history(_ domain: Domain, _ name: String) throws -> [CommittedEvent] {
         try environment.read { txn in
-            let retention = try sweeper.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
-            let events = try sweeper.retainedSequences(domain, name, keeping: retention, txn).map { sequence in
+            let retention = try retentionPlanner.retention(ofPrefix: HistoryKey.prefix(domain: domain, name: name), txn)
+            let events = try retentionPlanner.retainedSequences(domain, name, keeping: retention, txn).map { sequence in
                 guard let bytes = try txn.get(dbs.events, key: sequence.bigEndianBytes) else {
                     throw ChronicleError.corruptRecord(sequence: sequence, reason: "indexed in history but missing from the log")
                 }

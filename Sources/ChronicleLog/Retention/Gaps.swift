@@ -28,7 +28,7 @@ extension Gaps {
     /// links of the key's kept records joined across them; adds their identities to
     /// `identities`, which the caller records (``recordDropped(_:_:)``) once for the whole
     /// transaction. Views do not change.
-    func drop(_ plan: RetentionSweeper.KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead, identities: inout [ReplicaID: [UInt64]]) throws {
+    func drop(_ plan: RetentionPlanner.KeyDrops, _ txn: borrowing Transaction, _ head: inout LogHead, identities: inout [ReplicaID: [UInt64]]) throws {
         let macKey = try head.chainKey(chainKeys)
         try markFormatWithGaps(txn)
         for (sequence, event) in plan.dropped {

@@ -140,7 +140,7 @@ extension EventLog {
                 }
             }
             let historyPrefix = HistoryKey.prefix(domain: change.domain, name: change.key)
-            try sweeper.recordRetention(of: change, prefix: historyPrefix, txn, &head)
+            try retentionPlanner.recordRetention(of: change, prefix: historyPrefix, txn, &head)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
