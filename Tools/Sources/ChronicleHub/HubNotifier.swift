@@ -32,6 +32,9 @@ final class HubNotifier: Sendable {
 
     /// Long-polls waiting now (for the metrics).
     var waiting: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    /// Told a tenant's count of held long-polls each time one starts waiting (for tests and
+    /// diagnostics, which wait on it rather than poll it).
+    let onWaiting = Mutex<(@Sendable (_ tenant: Int64, _ waiting: Int) -> Void)?>(nil)
 
     /// Wakes the long-polls of `tenant`.
     func notify(_ tenant: Int64) {
@@ -81,12 +84,13 @@ final class HubNotifier: Sendable {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if state.draining || state.generations[tenant, default: 0] != generation || Task.isCancelled { return true }
+                let waiting = state.withLock { state -> Int? in
+                    if state.draining || state.generations[tenant, default: 0] != generation || Task.isCancelled { return nil }
                     state.waiters[tenant, default: [:]][id] = continuation
-                    return false
+                    return state.waiters[tenant]?.count
                 }
-                if now { continuation.resume() }
+                guard let waiting else { return continuation.resume() }
+                onWaiting.withLock { $0 }?(tenant, waiting)
             }
         } onCancel: {
             let waiter = state.withLock { state in state.waiters[tenant]?.removeValue(forKey: id) }

@@ -364,12 +364,15 @@ struct HubTests {
             let (watcher, writer) = (try await hub.token(tenant, "watcher"), try await hub.token(tenant, "writer"))
             let id = try await hub.tenantID(tenant)
             let before = hub.nodes[0].notifier.generation(id)
+            let held = heldLongPolls(hub, tenant: id)
+            defer { hub.nodes[0].notifier.onWaiting.withLock { $0 = nil } }
             let poll = Task {
                 try await rawRequest(
                     hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: "wait", value: "30")]),
                     token: watcher)
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Pushed once the poll waits, so it is the notification that answers it.
+            #expect(await held.wait(until: { $0 == 1 }), "the long-poll was never held")
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("wake up", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: writer)]).sync()

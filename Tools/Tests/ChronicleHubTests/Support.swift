@@ -101,6 +101,17 @@ func heldAppends(_ hub: HubFixture, tenant id: Int64) -> Watched<Int> {
     return held
 }
 
+/// The long-polls of `tenant` that node `node` holds, as they start waiting: a test waits on it
+/// to know a long-poll is held before it pushes (else the poll finds the event at once and the
+/// wake goes untested). Reset `notifier.onWaiting` afterwards.
+func heldLongPolls(_ hub: HubFixture, node: Int = 0, tenant id: Int64) -> Watched<Int> {
+    let held = Watched(0)
+    hub.nodes[node].notifier.onWaiting.withLock { observer in
+        observer = { tenant, count in if tenant == id { held.update { $0 = count } } }
+    }
+    return held
+}
+
 /// Runs `body` while a transaction of its own holds the row lock of tenant `id` (appends to the
 /// tenant wait for it in PostgreSQL), passing the holding backend's process id; releases the
 /// lock when `body` returns or throws.
