@@ -45,7 +45,8 @@ public struct ChronicleServer: Sendable {
     public var maxUnauthenticatedConnections: Int?
     /// How long a connection without an accepted token has to send a whole request head. Default 10 s.
     public var requestHeadTimeout: Duration = .seconds(10)
-    /// How long a client's only new connection is safe from giving way to other strangers (tests lengthen it).
+    /// How long a client's only new connection is safe from giving way to other strangers (tests
+    /// lengthen it to keep a connection, or shorten it instead of waiting it out).
     package var connectionGrace: Duration = .seconds(1)
     /// The most bytes of push bodies held at once across every connection; a push past it gets
     /// 503 with `Retry-After`. One client address holds at most half of it. Importing a range

@@ -55,6 +55,9 @@ public struct HubNode: Sendable {
     public var maxUnauthenticatedConnections: Int?
     /// How long a connection without an accepted token has to send a whole request head. Default 10 s.
     public var requestHeadTimeout: Duration = .seconds(10)
+    /// How long a client's only new connection is safe from giving way to other strangers
+    /// (``ConnectionGuard/grace``; tests shorten it instead of waiting it out).
+    package var connectionGrace: Duration = .seconds(1)
     /// The slowest a push body may arrive before it is cut off with 408. Default 16 KiB every 10 s.
     public var minimumBodyRate: MinimumBodyRate = .standard
     /// Where `/healthz` and `/metrics` are served: an address of their own (`chronicle hub serve`
@@ -139,7 +142,7 @@ public struct HubNode: Sendable {
     ) async throws {
         let connections = ConnectionGuard(
             maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
-            maxPerOwner: max(1, maxConnections / 2), headTimeout: requestHeadTimeout)
+            maxPerOwner: max(1, maxConnections / 2), headTimeout: requestHeadTimeout, grace: connectionGrace)
         let app = Application(
             router: makeRouter(connections: connections),
             server: try ServerTLS.serverBuilder(idleTimeout: idleTimeout, connections: connections, tls: tls),

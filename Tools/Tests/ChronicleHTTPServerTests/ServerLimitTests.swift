@@ -22,6 +22,7 @@ struct ServerLimitTests {
         try await withServer(store, configure: { server in
             server.maxConnections = 16
             server.maxConnectionsPerAddress = 4
+            server.connectionGrace = .zero  // the strangers may give way as soon as they hold the slots
         }) { url in
             let port = try #require(url.port)
             var idle: [RawSocket] = []
@@ -125,6 +126,7 @@ struct ServerLimitTests {
         try await withServer(store, configure: { server in
             server.maxConnections = 16
             server.maxConnectionsPerAddress = 4
+            server.connectionGrace = .zero  // the strangers may give way as soon as they hold the slots
         }) { url in
             let port = try #require(url.port)
             var idle: [RawSocket] = []
@@ -136,9 +138,10 @@ struct ServerLimitTests {
                     idle.append(socket)
                 }
             }
-            // Let the server take them, and let them pass the grace a client's single new
-            // connection has (ConnectionGuard.grace; not an assertion).
-            try await Task.sleep(for: .milliseconds(1_500))
+            // The strangers' slots are 4 (a quarter of the connections): each of the 12 others
+            // closed one, given way or refused. Once 12 are closed the strangers hold every slot.
+            let closed = await RawSocket.readable(idle, count: 12, within: .seconds(120))  // a hang guard
+            #expect(closed == 12, "\(closed) of 16 idle sockets were closed: the strangers do not hold the slots")
             let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "test-token")
             #expect(info.status == 200, "a token holder waited behind half-sent request heads")
         }

@@ -74,6 +74,7 @@ extension HubTests {
         try await withHub(nodes: 1, configure: { node in
             node.maxConnections = 32
             node.maxConnectionsPerAddress = 2
+            node.connectionGrace = .zero  // the strangers may give way as soon as they hold the slots
         }) { hub in
             let tenant = try await hub.tenant()
             let token = try await hub.token(tenant, "phone")
@@ -87,8 +88,10 @@ extension HubTests {
                     idle.append(socket)
                 }
             }
-            // Let the node take them, past the grace a client's single new connection has (not an assertion).
-            try await Task.sleep(for: .milliseconds(1_500))
+            // The strangers' slots are 8 (a quarter of the connections): each of the 24 others
+            // closed one, given way or refused. Once 24 are closed the strangers hold every slot.
+            let closed = await RawSocket.readable(idle, count: 24, within: .seconds(120))  // a hang guard
+            #expect(closed == 24, "\(closed) of 32 idle sockets were closed: the strangers do not hold the slots")
             let info = try await rawRequest(hub.urls[0].appendingPathComponent("v1/info"), token: token)
             #expect(info.status == 200, "a device waited behind strangers' half-sent request heads")
         }
