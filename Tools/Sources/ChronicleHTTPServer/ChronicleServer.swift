@@ -48,6 +48,8 @@ public struct ChronicleServer: Sendable {
     /// How long a client's only new connection is safe from giving way to other strangers (tests
     /// lengthen it to keep a connection, or shorten it instead of waiting it out).
     package var connectionGrace: Duration = .seconds(1)
+    /// Told the bytes of push bodies held in all after each reservation grows (tests wait on it).
+    package var onBodyBytesReserved: (@Sendable (Int) -> Void)?
     /// The most bytes of push bodies held at once across every connection; a push past it gets
     /// 503 with `Retry-After`. One client address holds at most half of it. Importing a range
     /// takes several times its size. Default 160 MiB.
@@ -105,7 +107,8 @@ public struct ChronicleServer: Sendable {
         let router = Router(context: SyncContext<StoreBackend.Caller>.self)
         router.add(middleware: AccessLogMiddleware(logger: logger))
         // One client address holds at most half the bytes in flight (at least one whole push).
-        let budget = BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 2, maxBodySize), minimumRate: minimumBodyRate)
+        let budget = BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 2, maxBodySize), minimumRate: minimumBodyRate,
+            onReserved: onBodyBytesReserved)
         SyncRoutes.install(
             on: router, backend: StoreBackend(store: store, token: BearerTokenCheck(token: token)),
             refusal: "missing or wrong bearer token", maxBodySize: maxBodySize, budget: budget, connections: connections, logger: logger)

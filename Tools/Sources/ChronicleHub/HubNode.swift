@@ -58,6 +58,8 @@ public struct HubNode: Sendable {
     /// How long a client's only new connection is safe from giving way to other strangers
     /// (``ConnectionGuard/grace``; tests shorten it instead of waiting it out).
     package var connectionGrace: Duration = .seconds(1)
+    /// Told the bytes of push bodies held in all after each reservation grows (tests wait on it).
+    package var onBodyBytesReserved: (@Sendable (Int) -> Void)?
     /// The slowest a push body may arrive before it is cut off with 408. Default 16 KiB every 10 s.
     public var minimumBodyRate: MinimumBodyRate = .standard
     /// Where `/healthz` and `/metrics` are served: an address of their own (`chronicle hub serve`
@@ -225,7 +227,8 @@ public struct HubNode: Sendable {
             database: database, metrics: metrics, notifier: notifier, readLimit: readLimit, maxWait: Int(maxWait.components.seconds))
         SyncRoutes.install(
             on: router, backend: backend, refusal: HubBackend.refusal, maxBodySize: maxBodySize,
-            budget: BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 4, maxBodySize), minimumRate: minimumBodyRate),
+            budget: BodyBudget(capacity: maxBodyBytesInFlight, share: max(maxBodyBytesInFlight / 4, maxBodySize), minimumRate: minimumBodyRate,
+                onReserved: onBodyBytesReserved),
             connections: connections, logger: logger)
         return router
     }

@@ -36,6 +36,9 @@ package final class BodyBudget: Sendable {
     /// The most one owner holds at once.
     package let share: Int
     package let minimumRate: MinimumBodyRate
+    /// Told the bytes reserved in all after each reservation grows (for tests and diagnostics,
+    /// which wait on it rather than poll it).
+    let onReserved: (@Sendable (_ total: Int) -> Void)?
 
     /// One body's hold on the budget.
     private final class Reservation: Sendable {
@@ -55,10 +58,13 @@ package final class BodyBudget: Sendable {
 
     private let used = Mutex(Use())
 
-    package init(capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard) {
+    package init(
+        capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard, onReserved: (@Sendable (_ total: Int) -> Void)? = nil
+    ) {
         self.capacity = capacity
         self.share = min(capacity, share ?? capacity)
         self.minimumRate = minimumRate
+        self.onReserved = onReserved
     }
 
     /// Reads `request`'s body (at most `limit` bytes: 413 past it, declared or streamed),
@@ -146,6 +152,7 @@ package final class BodyBudget: Sendable {
     private func tryReserve(_ bytes: Int, _ reservation: Reservation) -> Reserved {
         let owner = reservation.owner
         var victim: Reservation?
+        var total = 0
         let outcome = used.withLock { used -> Reserved in
             let held = used.byOwner[owner] ?? 0
             guard held + bytes <= share else { return .overShare }
@@ -153,6 +160,7 @@ package final class BodyBudget: Sendable {
                 used.total += bytes
                 used.byOwner[owner] = held + bytes
                 reservation.state.withLock { $0.bytes += bytes }
+                total = used.total
                 return .reserved
             }
             // Full: cut off the slowest body of another owner still arriving, unless one is already
@@ -168,6 +176,7 @@ package final class BodyBudget: Sendable {
             return .full
         }
         victim?.state.withLock { $0.evicted = true }
+        if outcome == .reserved { onReserved?(total) }
         return outcome
     }
 

@@ -42,13 +42,17 @@ struct ServerLimitTests {
     @Test func aTricklingPushHoldsOnlyWhatItSent() async throws {
         let directories = Directories()
         let store = try Store(directory: directories.make())
-        try await withServer(store, configure: { server in server.maxBodyBytesInFlight = 1 << 20 }) { url in
+        let reserved = Watched(0)
+        try await withServer(store, configure: { server in
+            server.maxBodyBytesInFlight = 1 << 20
+            server.onBodyBytesReserved = { total in reserved.update { $0 = total } }
+        }) { url in
             let port = try #require(url.port)
             // Declares 900 KB and sends 10 bytes: holds 10 bytes.
             let trickle = try RawSocket(port: port, from: "127.0.0.4")
             defer { trickle.close() }
             trickle.send("POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Length: 900000\r\n\r\n0123456789")
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await reserved.wait(until: { $0 == 10 }), "the trickling push's 10 bytes never arrived")
             let range = try store.exportRange(after: 0)
             // 200 KB (a range and padding): taken and judged (400 for the padding), not refused with
             // 503 as it was when a push reserved its declared length (900 KB + 200 KB > 1 MiB).

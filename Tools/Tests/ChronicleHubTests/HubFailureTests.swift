@@ -177,8 +177,11 @@ extension HubTests {
             let tenant = try await hub.tenant()
             let (watcher, writer) = (try await hub.token(tenant, "watcher"), try await hub.token(tenant, "writer"))
             let url = hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: "wait", value: "30")])
+            let held = heldLongPolls(hub, tenant: try await hub.tenantID(tenant))
+            defer { hub.nodes[0].notifier.onWaiting.withLock { $0 = nil } }
             let poll = Task { try await rawRequest(url, token: watcher) }
-            try await Task.sleep(for: .milliseconds(500))
+            // Revoked while the poll is held (a poll that came after would be refused at once).
+            #expect(await held.wait(until: { $0 == 1 }), "the long-poll was never held")
             #expect(try await hub.admin.revokeToken(tenant: tenant, device: "watcher"))
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("pushed after the revocation", for: .hubNote)

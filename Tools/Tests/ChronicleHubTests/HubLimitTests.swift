@@ -40,9 +40,11 @@ extension HubTests {
     /// them: its tenant's share of the node's body budget fills, never another tenant's, so the
     /// other tenant's pushes are taken. (Every other tenant got 503 for as long as it liked.)
     @Test func oneTenantsStalledPushesDoNotStarveAnother() async throws {
+        let reserved = Watched(0)
         try await withHub(nodes: 1, configure: { node in
             node.maxBodySize = 256 << 10
             node.maxBodyBytesInFlight = 1 << 20
+            node.onBodyBytesReserved = { total in reserved.update { $0 = total } }
         }) { hub in
             let (stalling, other) = (try await hub.tenant(), try await hub.tenant())
             let (carrier, member) = (try await hub.token(stalling, "carrier"), try await hub.token(other, "member"))
@@ -57,7 +59,8 @@ extension HubTests {
                     "POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(carrier)\r\nContent-Length: \(length)\r\n\r\n"
                         + String(repeating: "x", count: length - 16))
             }
-            try await Task.sleep(for: .milliseconds(500))  // let the bodies arrive (not an assertion)
+            // The stalling tenant's share (256 KiB) holds what its pushes sent, 16 bytes short of one whole push.
+            #expect(await reserved.wait(until: { $0 >= (256 << 10) - 16 }), "the stalled pushes never filled their tenant's share")
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("from another tenant", for: .hubNote)
                 let answer = try await rawRequest(
