@@ -22,12 +22,9 @@ struct HTTPTests {
         defer { for task in servers.withLock({ $0 }) { task.cancel() } }
         try await TransportConformance.run {
             let store = try Store(directory: directories.make())
-            let port = Mutex<Int?>(nil)
-            let server = ChronicleServer(store: store, token: "conformance")
-            let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
+            let (port, task) = try await startServer(ChronicleServer(store: store, token: "conformance"))
             servers.withLock { $0.append(task) }
-            while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
-            return HTTPTransport(baseURL: URL(string: "http://127.0.0.1:\(port.withLock { $0 }!)")!, token: "conformance")
+            return HTTPTransport(baseURL: URL(string: "http://127.0.0.1:\(port)")!, token: "conformance")
         }
     }
 

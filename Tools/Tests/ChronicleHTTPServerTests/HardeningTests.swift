@@ -74,10 +74,7 @@ private func redirectingServer(to location: String) throws -> (port: Int, stop: 
 
 struct HardeningTests {
     private func runServer(_ server: ChronicleServer) async throws -> (port: Int, task: Task<Void, any Error>) {
-        let port = Mutex<Int?>(nil)
-        let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } } }
-        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
-        return (port.withLock { $0 } ?? 0, task)
+        try await startServer(server)
     }
 
     @Test func plainHTTPToAnotherMachineIsRefused() async throws {

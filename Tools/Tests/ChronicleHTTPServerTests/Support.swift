@@ -20,13 +20,21 @@ func withServer<R: Sendable>(
     var server = ChronicleServer(store: store, token: token)
     if let maxBodySize { server.maxBodySize = maxBodySize }
     configure(&server)
-    let port = Watched<Int?>(nil)
-    let task = Task { try await server.run(host: "127.0.0.1", port: 0) { bound in port.update { $0 = bound } } }
+    let (bound, task) = try await startServer(server)
     defer { task.cancel() }
+    return try await body(URL(string: "http://127.0.0.1:\(bound)")!)
+}
+
+/// Starts `server` on a free loopback port and returns the port once it is bound (it waits on
+/// the server's own report, not a poll), with the task to cancel when done.
+func startServer(_ server: ChronicleServer, tls: ChronicleServer.TLS? = nil) async throws -> (port: Int, task: Task<Void, any Error>) {
+    let port = Watched<Int?>(nil)
+    let task = Task { try await server.run(host: "127.0.0.1", port: 0, tls: tls) { bound in port.update { $0 = bound } } }
     guard await port.wait(until: { $0 != nil }), let bound = port.value else {
+        task.cancel()
         throw ChronicleError.storeUnavailable(reason: "the test server did not start")
     }
-    return try await body(URL(string: "http://127.0.0.1:\(bound)")!)
+    return (bound, task)
 }
 
 

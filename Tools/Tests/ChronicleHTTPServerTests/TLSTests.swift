@@ -36,12 +36,9 @@ struct TLSTests {
         let client = try Store(directory: directories.make())
         server[.httpNote] = "over TLS"
         let tls = ChronicleServer.TLS(certificateChain: pki.appendingPathComponent("cert.pem"), privateKey: pki.appendingPathComponent("key.pem"))
-        let port = Mutex<Int?>(nil)
-        let chronicleServer = ChronicleServer(store: server, token: "tls-token")
-        let task = Task { try await chronicleServer.run(host: "127.0.0.1", port: 0, tls: tls) { bound in port.withLock { $0 = bound } } }
+        let (port, task) = try await startServer(ChronicleServer(store: server, token: "tls-token"), tls: tls)
         defer { task.cancel() }
-        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
-        let url = URL(string: "https://127.0.0.1:\(port.withLock { $0 }!)")!
+        let url = URL(string: "https://127.0.0.1:\(port)")!
         // Without trusting the certificate the connection fails; trusting it, the sync works.
         var untrusting = HTTPTransport(baseURL: url, token: "tls-token")
         untrusting.timeout = .seconds(3)  // the client keeps retrying a failed handshake until its deadline
@@ -52,7 +49,7 @@ struct TLSTests {
 
         // TLS 1.0 and 1.1 are refused, 1.2 accepted (the client side is told to allow old versions,
         // so a refusal is the server's).
-        let boundPort = port.withLock { $0 } ?? 0
+        let boundPort = port
         func handshake(_ version: String, ciphers: String = "DEFAULT:@SECLEVEL=0") async throws -> Bool {
             let result = try await Subprocess.run(
                 .path("/usr/bin/openssl"),
