@@ -50,6 +50,8 @@ public struct ChronicleServer: Sendable {
     package var connectionGrace: Duration = .seconds(1)
     /// Told the bytes of push bodies held in all after each reservation grows (tests wait on it).
     package var onBodyBytesReserved: (@Sendable (Int) -> Void)?
+    /// Told each new connection's client address once the server admitted or refused it (tests wait on it).
+    package var onConnectionDecided: (@Sendable (_ client: String, _ admitted: Bool) -> Void)?
     /// The most bytes of push bodies held at once across every connection; a push past it gets
     /// 503 with `Retry-After`. One client address holds at most half of it. Importing a range
     /// takes several times its size. Default 160 MiB.
@@ -100,7 +102,7 @@ public struct ChronicleServer: Sendable {
     func connectionGuard() -> ConnectionGuard {
         ConnectionGuard(
             maxPerClient: maxConnectionsPerAddress, maxUnauthenticated: maxUnauthenticatedConnections ?? max(1, maxConnections / 4),
-            headTimeout: requestHeadTimeout, grace: connectionGrace)
+            headTimeout: requestHeadTimeout, grace: connectionGrace, onDecided: onConnectionDecided)
     }
 
     func makeRouter(connections: ConnectionGuard? = nil) -> Router<SyncContext<StoreBackend.Caller>> {

@@ -55,9 +55,15 @@ package final class ConnectionGuard: Sendable {
     /// The most connections the token holders of one owner (a hub's tenant) hold (0: no limit).
     package let maxPerOwner: Int
 
+    /// Told each new connection's client once the guard decided on it (admitted or refused):
+    /// tests wait on it rather than sleep between connections whose order matters.
+    let onDecided: (@Sendable (_ client: String, _ admitted: Bool) -> Void)?
+
     package init(
-        maxPerClient: Int, maxUnauthenticated: Int, maxPerOwner: Int = 0, headTimeout: Duration = .seconds(10), grace: Duration = .seconds(1)
+        maxPerClient: Int, maxUnauthenticated: Int, maxPerOwner: Int = 0, headTimeout: Duration = .seconds(10), grace: Duration = .seconds(1),
+        onDecided: (@Sendable (_ client: String, _ admitted: Bool) -> Void)? = nil
     ) {
+        self.onDecided = onDecided
         self.maxPerClient = maxPerClient
         self.maxUnauthenticated = max(1, maxUnauthenticated)
         self.maxPerOwner = maxPerOwner
@@ -258,10 +264,12 @@ package final class ConnectionGuard: Sendable {
             let client = context.remoteAddress.map(ConnectionGuard.client) ?? "unknown"
             guard owner.admit(client, context.channel) else {
                 context.close(promise: nil)
+                owner.onDecided?(client, false)
                 return
             }
             admitted = ObjectIdentifier(context.channel)
             armDeadline(context)
+            owner.onDecided?(client, true)
         }
 
         private func armDeadline(_ context: ChannelHandlerContext) {

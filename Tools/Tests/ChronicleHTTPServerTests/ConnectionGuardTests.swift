@@ -31,20 +31,24 @@ struct ConnectionGuardTests {
     @Test func strangersConnectingAfterATokenHolderDoNotCutItOff() async throws {
         let directories = Directories()
         let store = try Store(directory: directories.make())
+        let decided = Watched(0)
         try await withServer(store, configure: { server in
             server.maxConnections = 16
             server.maxUnauthenticatedConnections = 4
             server.connectionGrace = .seconds(30)  // a loaded machine may take a while between the steps below
+            server.onConnectionDecided = { _, _ in decided.update { $0 += 1 } }
         }) { url in
             let port = try #require(url.port)
             let holder = try RawSocket(port: port, from: "127.0.0.2")
             defer { holder.close() }
             holder.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n")  // the rest of its head is on its way
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await decided.wait(until: { $0 == 1 }), "the token holder's connection was never admitted")
             var strangers: [RawSocket] = []
             defer { for socket in strangers { socket.close() } }
             for address in 3..<7 { strangers.append(try RawSocket(port: port, from: "127.0.0.\(address)")) }
-            try await Task.sleep(for: .milliseconds(300))
+            // Every stranger admitted or refused before the holder finishes its head: the fifth
+            // connection for four strangers' slots was decided while the holder was still one.
+            #expect(await decided.wait(until: { $0 == 5 }), "the strangers' connections were never decided")
             holder.send("Authorization: Bearer test-token\r\n\r\n")
             let arrived = await holder.readable()
             #expect(arrived && answered(holder, status: 200, within: 0), "strangers that connected after a token holder closed its connection")
