@@ -7,10 +7,11 @@ import Foundation
 // ±30% between seconds; a ratio of one round's two timings does not), each the median of its
 // rounds' ratios. Compared with the thresholds in Benchmarks/gate-thresholds.json (1.25× the
 // typical value the README reports): a ratio over its threshold is measured again once, and
-// fails the gate only when it is over again. A run during which other work kept the machine's
-// cores busy (the gate's threads waited for a CPU more than `busyShare` of their time) cannot tell
-// a slower write path from a busier machine: a ratio over its threshold twice, the second time
-// on a busy machine, is reported as not judged and does not fail the gate (see CPUWait).
+// fails the gate only when it is over again. A run during which other processes kept the
+// machine's cores busy (they took more than `busyShare` of its CPU capacity; the gate's own
+// threads do not count) cannot tell a slower write path from a busier machine: a ratio over its
+// threshold in two runs that were both busy is reported as not judged and does not fail the gate
+// (see OtherLoad). A quiet run over a threshold always counts.
 //
 //   chronicle-gate [--thresholds FILE] [--rounds N] [--once]
 //   chronicle-gate --profile batch|layout-batch|deep-batch|deep-latency|verify N
@@ -38,29 +39,29 @@ struct Ratio {
     }
 }
 
-/// The share of their time the gate's threads may wait for a CPU in a run it judges. On the
-/// 2-core CI machine a quiet run's threads waited 1.0% of their time, a run beside
-/// `scripts/with-cpu-hog.sh` (a busy loop a core) 38.7%.
-let busyShare = 0.10
+/// The share of the machine's CPU capacity other processes may take during a run the gate
+/// judges. On the 2-core CI machine they took 0–1% in quiet runs (once 9%: the kernel's own
+/// work is not this process's), 71–72% beside `scripts/with-cpu-hog.sh` (a busy loop a core).
+let busyShare = 0.25
 
-/// One measuring run: the gated ratios, and how much of their time its threads waited for a CPU
-/// (`nil` where the kernel does not say).
+/// One measuring run: the gated ratios, and the share of the machine's CPU capacity other
+/// processes took meanwhile (`nil` where `/proc` does not say).
 struct Run {
     var ratios: [Ratio]
-    var waitShare: Double?
-    var busy: Bool { (waitShare ?? 0) > busyShare }
+    var othersShare: Double?
+    var busy: Bool { (othersShare ?? 0) > busyShare }
     var summary: String {
-        waitShare.map { String(format: "the gate's threads waited for a CPU %.1f%% of their time (%@)", $0 * 100, busy ? "a busy machine" : "a quiet machine") }
-            ?? "no schedstat: the machine's load is unknown"
+        othersShare.map { String(format: "other processes took %.0f%% of the machine's CPU meanwhile (%@)", $0 * 100, busy ? "a busy machine" : "a quiet machine") }
+            ?? "no /proc: the machine's load is unknown"
     }
 }
 
-/// Measures every gated ratio in `rounds` interleaved rounds, and how busy the machine was.
+/// Measures every gated ratio in `rounds` interleaved rounds, and how busy other processes kept the machine.
 func measureRun(rounds: Int) throws -> Run {
-    let before = CPUWait.now()
+    let before = OtherLoad.now()
     let ratios = try measureRatios(rounds: rounds)
-    let share = before.flatMap { before in CPUWait.now().map { $0.waitShare(since: before) } }
-    return Run(ratios: ratios, waitShare: share)
+    let share = before.flatMap { before in OtherLoad.now().map { $0.othersShare(since: before) } }
+    return Run(ratios: ratios, othersShare: share)
 }
 
 /// Measures every gated ratio in `rounds` interleaved rounds, in stores under a scratch directory.
@@ -231,13 +232,14 @@ do {
         print(last.summary)
         failed = over(last.ratios)
     }
-    if !failed.isEmpty && last.busy {
+    // Excused only when neither run could judge: a quiet run over a threshold counts.
+    if !failed.isEmpty && first.busy && last.busy {
         for ratio in failed {
             print(String(format: "NOT JUDGED %@: %.2f× over its threshold %.2f× twice, on a machine other work kept busy", ratio.id, ratio.value, thresholds.ratios[ratio.id]?.threshold ?? 0))
         }
         print(String(
-            format: "chronicle-gate: not judged: %@, over the %.0f%% a judged run allows; run scripts/bench-gate.sh on a quiet machine",
-            last.summary, busyShare * 100))
+            format: "chronicle-gate: not judged: in both runs other processes took over the %.0f%% of the CPU a judged run allows; run scripts/bench-gate.sh on a quiet machine",
+            busyShare * 100))
         exit(0)
     }
     for ratio in failed {
