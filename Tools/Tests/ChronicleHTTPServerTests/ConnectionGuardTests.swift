@@ -31,24 +31,26 @@ struct ConnectionGuardTests {
     @Test func strangersConnectingAfterATokenHolderDoNotCutItOff() async throws {
         let directories = Directories()
         let store = try Store(directory: directories.make())
-        let decided = Watched(0)
+        let decided = Watched<[Bool]>([])  // whether each connection was admitted, in order
         try await withServer(store, configure: { server in
             server.maxConnections = 16
             server.maxUnauthenticatedConnections = 4
             server.connectionGrace = .seconds(30)  // a loaded machine may take a while between the steps below
-            server.onConnectionDecided = { _, _ in decided.update { $0 += 1 } }
+            server.onConnectionDecided = { _, admitted in decided.update { $0.append(admitted) } }
         }) { url in
             let port = try #require(url.port)
             let holder = try RawSocket(port: port, from: "127.0.0.2")
             defer { holder.close() }
             holder.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n")  // the rest of its head is on its way
-            #expect(await decided.wait(until: { $0 == 1 }), "the token holder's connection was never admitted")
+            #expect(await decided.wait(until: { $0 == [true] }), "the token holder's connection was never admitted")
             var strangers: [RawSocket] = []
             defer { for socket in strangers { socket.close() } }
             for address in 3..<7 { strangers.append(try RawSocket(port: port, from: "127.0.0.\(address)")) }
             // Every stranger admitted or refused before the holder finishes its head: the fifth
             // connection for four strangers' slots was decided while the holder was still one.
-            #expect(await decided.wait(until: { $0 == 5 }), "the strangers' connections were never decided")
+            #expect(await decided.wait(until: { $0.count == 5 }), "the strangers' connections were never decided")
+            // Four strangers' slots for five connections: one stranger was turned away, not the holder.
+            #expect(decided.value.filter { !$0 }.count == 1, "admitted: \(decided.value)")
             holder.send("Authorization: Bearer test-token\r\n\r\n")
             let arrived = await holder.readable()
             #expect(arrived && answered(holder, status: 200, within: 0), "strangers that connected after a token holder closed its connection")

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import ChronicleTesting
 @_spi(Wire) @_spi(Tools) @testable import Chronicle
 @testable import ChronicleHub
+import ChronicleSyncProtocol
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -44,29 +45,36 @@ extension HubTests {
         try await withHub(nodes: 1, configure: { node in
             node.maxBodySize = 256 << 10
             node.maxBodyBytesInFlight = 1 << 20
-            node.onBodyBytesReserved = { total in reserved.update { $0 = total } }
+            node.onBodyBytesReserved = { total in reserved.update { $0 = max($0, total) } }  // the peak: reports may cross
+            node.minimumBodyRate = .init(bytes: 1, per: .seconds(600))  // a stall is held for the whole test, however slow the machine
         }) { hub in
             let (stalling, other) = (try await hub.tenant(), try await hub.tenant())
             let (carrier, member) = (try await hub.token(stalling, "carrier"), try await hub.token(other, "member"))
             let port = try #require(hub.urls[0].port)
+            let length = 256 << 10
             var sockets: [RawSocket] = []
             defer { for socket in sockets { socket.close() } }
-            for index in 0..<8 {
+            func stall(from index: Int) throws {
                 let socket = try RawSocket(port: port, from: "127.0.1.\(index + 1)")
                 sockets.append(socket)
-                let length = 256 << 10
                 socket.sendInBackground(
                     "POST /v1/range HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(carrier)\r\nContent-Length: \(length)\r\n\r\n"
                         + String(repeating: "x", count: length - 16))
             }
-            // The stalling tenant's share (256 KiB) holds what its pushes sent, 16 bytes short of one whole push.
-            #expect(await reserved.wait(until: { $0 >= (256 << 10) - 16 }), "the stalled pushes never filled their tenant's share")
+            // One push sends all but 16 bytes and stalls: it holds its tenant's share (256 KiB).
+            try stall(from: 0)
+            #expect(await reserved.wait(until: { $0 == length - 16 }), "the stalled push never filled its tenant's share")
+            // Seven more of the same tenant find the share full: each is refused (503).
+            for index in 1..<8 { try stall(from: index) }
+            let refused = await RawSocket.readable(Array(sockets[1...]), count: 7, within: .seconds(120))  // a hang guard
+            #expect(refused == 7, "\(refused) of the 7 pushes past the tenant's share were answered")
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("from another tenant", for: .hubNote)
                 let answer = try await rawRequest(
                     hub.urls[0].appendingPathComponent("v1/range"), method: .POST, token: member, body: try stores[0].exportRange(after: 0))
                 #expect(answer.status == 200, "\(answer.status) \(answer.body)")
             }
+            #expect(!sockets[0].answeredOrClosed(status: 408, within: 0), "the stalled push was let go before the other tenant pushed")
         }
     }
 
