@@ -251,8 +251,11 @@ struct HubTests {
                 let node = Task { try await doomed.run(host: "127.0.0.1", port: 0) { bound in port.update { $0 = bound } } }
                 try #require(await port.wait(until: { $0 != nil }), "the node did not start")
                 let doomedURL = URL(string: "http://127.0.0.1:\(port.value ?? 0)")!
+                let held = Watched(0)
+                doomed.database.appendQueue.onHeld.withLock { $0 = { _, count in held.update { $0 = max($0, count) } } }
                 let push = Task { try await Replicator(store: stores[0], peers: [.http(doomedURL, token: writer)]).sync() }
-                try await Task.sleep(for: .milliseconds(40))
+                // Stopped once the node holds the push (its body read, its append under way).
+                #expect(await held.wait(until: { $0 >= 1 }), "the push never reached the node")
                 node.cancel()
                 _ = try? await push.value  // it may have finished, failed or half-finished
                 try await Replicator(store: stores[0], peers: [survivor.peer(node: 0, token: writer)]).sync()
