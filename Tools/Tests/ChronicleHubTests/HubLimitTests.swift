@@ -35,11 +35,9 @@ extension HubTests {
         }
     }
 
-    /// `chronicle hub tenant add` gives a new tenant quotas unless told `--unlimited`: one
-    /// tenant's devices cannot fill the database by default.
-    /// A device token of one tenant sends all but the last bytes of eight big pushes and stalls
-    /// them: its tenant's share of the node's body budget fills, never another tenant's, so the
-    /// other tenant's pushes are taken. (Every other tenant got 503 for as long as it liked.)
+    /// A device token of one tenant sends all but the last bytes of a big push and stalls it,
+    /// then seven more: its tenant's share of the node's body budget fills (the seven get 503),
+    /// never another tenant's, so the other tenant's pushes are taken. (Every other tenant got 503 for as long as it liked.)
     @Test func oneTenantsStalledPushesDoNotStarveAnother() async throws {
         let reserved = Watched(0)
         try await withHub(nodes: 1, configure: { node in
@@ -108,6 +106,8 @@ extension HubTests {
         }
     }
 
+    /// `chronicle hub tenant add` gives a new tenant quotas unless told `--unlimited`: one
+    /// tenant's devices cannot fill the database by default.
     @Test func newTenantsGetQuotasByDefault() async throws {
         let url = try #require(testDatabase)
         try await withHub(nodes: 1) { hub in
