@@ -167,7 +167,7 @@ extension ChangeStreamTests {
             try b.set("newer", for: key)
             try await Replicator(store: b, peers: [.store(a)]).sync()
             #expect(b[key] == "newer")
-            let heard = await gatherValues(b.changes(after: 0), seconds: 30) { $0.count == 2 }
+            let heard = await gatherValues(b.changes(after: 0)) { $0.count == 2 }
             var projected: [String: String] = [:]
             for change in heard where change.operation == .set && change.isCurrent { projected[change.key] = try change.value(as: String.self) }
             #expect(heard.filter(\.isCurrent).count == 1, "the older replicated event says it is not current")

@@ -109,7 +109,7 @@ struct DerivationTurnTests {
             let bareRange = Data(stripped.encoded())
             let bare = onThread { _ = try? victim.importRange(bareRange, from: "honest, no key records") }
             // A generous hang guard: it fails only if the imports never return while the gate holds.
-            let returned = applied.wait(timeout: .now() + 120) == .success && bare.wait(timeout: .now() + 120) == .success
+            let returned = applied.wait(timeout: hangGuardDeadline) == .success && bare.wait(timeout: hangGuardDeadline) == .success
             #expect(returned, "an import that needs no derivation waited for one held at a gate")
             #expect(victim[.groupTheme] == "while a derivation is held")
             gate.open()

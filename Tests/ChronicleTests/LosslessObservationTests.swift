@@ -8,7 +8,7 @@ import Testing
 /// Waits for the first element of `stream` that satisfies `accept`; `nil` when none came before
 /// `limit` (a bound that tells a deaf observer from a slow one, never a measure of speed).
 func firstElement<S: AsyncSequence & Sendable>(
-    of stream: S, within limit: Duration = .seconds(60), where accept: @escaping @Sendable (S.Element) -> Bool
+    of stream: S, within limit: Duration = hangGuard, where accept: @escaping @Sendable (S.Element) -> Bool
 ) async -> S.Element? where S.Element: Sendable {
     await withTaskGroup(of: S.Element?.self) { group in
         group.addTask {

@@ -115,7 +115,7 @@ import Glibc
             try #require(try store.eventLog.local.committer.withLock { $0 }).waitUntilQueued { $0 > 0 }  // the update is queued behind it
             hold.release.signal()
             hold.done.wait()
-            try #require(updated.wait(timeout: .now() + 60) == .success, "the update hung")
+            try #require(updated.wait(timeout: hangGuardDeadline) == .success, "the update hung")
             var heard = failures.makeAsyncIterator()
             let failure = await heard.next()
             #expect(failure?.keys == [key.name], "the large change failed")
@@ -401,7 +401,7 @@ import Glibc
             // Meanwhile another store, on another directory, opens and is released.
             try withTemporaryStore { other, _ in try other.set(1, for: Key<Int>("other.n", default: 0)) }
             order.withLock { $0.append("unrelated store opened and released") }
-            try #require(opened.wait(timeout: .now() + 60) == .success)
+            try #require(opened.wait(timeout: hangGuardDeadline) == .success)
             // The registry is keyed by the directory's device and inode: the bind-mounted path
             // leases the same log at once, and nothing waits on anything.
             #expect(sameLog.withLock { $0 } == true, "a second environment on one file, or a refused open")
@@ -563,7 +563,7 @@ import Glibc
         #expect(errors.withLock { $0 } == [])
         // The log closes once nothing holds it; a group's leader on the committer's queue may hold
         // it a moment after the last store is released (a guard, not a measurement).
-        let closed = EventLogRegistry.waitUntilClosed(path: directory.resolvingSymlinksInPath().path, timeout: .seconds(30))
+        let closed = EventLogRegistry.waitUntilClosed(path: directory.resolvingSymlinksInPath().path, timeout: hangGuard)
         #expect(closed, "the log stayed open after every store on it was released")
         let store = try Store(directory: directory)
         for thread in 0..<4 {

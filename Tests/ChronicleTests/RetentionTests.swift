@@ -347,8 +347,8 @@ struct RetentionTests {
             let replicator = Replicator(store: a, peers: [.store(b)], configuration: configuration)
             try a.write { batch in for value in 1...200 { batch[key] = value } }
             await replicator.start()
-            // b's value, as an observer hears it arrive (a hang guard of five minutes).
-            let arrived = await gatherValues(b.updates(of: key), seconds: 300) { $0.last == 200 }
+            // b's value, as an observer hears it arrive (waited for, with the hang guard).
+            let arrived = await gatherValues(b.updates(of: key)) { $0.last == 200 }
             #expect(arrived.last == 200)
             await replicator.stop()
             #expect(try b.history(of: key).map(\.value) == [200])

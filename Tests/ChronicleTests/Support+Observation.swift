@@ -47,10 +47,11 @@ struct SettingsValue {
     }
 }
 
-/// Values from `stream` until `stop`, or whatever arrived when `seconds` pass (a bound that
-/// tells a stream that never delivers from a loaded machine, not a measurement).
+/// Values from `stream` until `stop`, or whatever arrived when `seconds` pass (a hang guard that
+/// tells a stream that never delivers from a loaded machine, not a measurement: ten minutes, as
+/// `finishes`).
 func gatherValues<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
-    _ stream: S, seconds: Double = 30, until stop: @escaping @Sendable ([V]) -> Bool
+    _ stream: S, seconds: Double = Double(hangGuard.components.seconds), until stop: @escaping @Sendable ([V]) -> Bool
 ) async -> [V] {
     let box = Mutex<[V]>([])
     let reader = Task {

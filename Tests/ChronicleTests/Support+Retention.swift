@@ -20,7 +20,7 @@ func sweepsSettle(_ store: Store) async throws {
 
 /// Whether this process lets go of the store at `path` within `timeout` (a hang guard), waited
 /// for on a thread of its own: what holds the log may need the cooperative pool to let go.
-func logCloses(_ path: String, within timeout: Duration = .seconds(300)) async -> Bool {
+func logCloses(_ path: String, within timeout: Duration = hangGuard) async -> Bool {
     await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
         Thread { done.resume(returning: EventLogRegistry.waitUntilClosed(path: path, timeout: timeout)) }.start()
     }

@@ -105,8 +105,16 @@ func runTool(_ tool: String, _ arguments: [String]) -> Bool {
     return process.terminationStatus == 0
 }
 
-/// Whether `task` finishes within `limit` (a bound that tells a hang from slowness).
-func finishes(_ task: Task<Void, Never>, within limit: Duration = .seconds(30)) async -> Bool {
+/// How long a test waits for something before it calls it a hang: ten minutes, for every wait,
+/// so only a thing that never happens fails. Not a measurement: three suites run at once on two
+/// cores took over 30 s to end a sync that ends at once on a quiet machine.
+let hangGuard: Duration = .seconds(600)
+
+/// `hangGuard` from now, for a semaphore's or a group's wait.
+var hangGuardDeadline: DispatchTime { .now() + .seconds(Int(hangGuard.components.seconds)) }
+
+/// Whether `task` finishes within `limit`: a hang guard, not a measurement.
+func finishes(_ task: Task<Void, Never>, within limit: Duration = hangGuard) async -> Bool {
     await withTaskGroup(of: Bool.self) { group in
         group.addTask { await task.value; return true }
         group.addTask { try? await Task.sleep(for: limit); return false }
