@@ -28,7 +28,7 @@ struct ServerLimitTests {
             defer { for socket in idle { socket.close() } }
             for _ in 0..<16 { idle.append(try RawSocket(port: port, from: "127.0.0.2")) }
             // The server closes every socket past the address's share without waiting for a request.
-            _ = await RawSocket.readable(idle, count: 12, within: .seconds(120))  // a hang guard
+            _ = await RawSocket.readable(idle, count: 12, within: hangGuard)
             let closed = idle.filter { $0.closedByServer(within: 0) }.count
             #expect(closed == 12, "\(closed) of 16 idle sockets from one address were closed")
             let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "test-token")
@@ -147,7 +147,7 @@ struct ServerLimitTests {
             }
             // The strangers' slots are 4 (a quarter of the connections): each of the 12 others
             // closed one, given way or refused. Once 12 are closed the strangers hold every slot.
-            let closed = await RawSocket.readable(idle, count: 12, within: .seconds(120))  // a hang guard
+            let closed = await RawSocket.readable(idle, count: 12, within: hangGuard)
             #expect(closed == 12, "\(closed) of 16 idle sockets were closed: the strangers do not hold the slots")
             let info = try await rawRequest(url.appendingPathComponent("v1/info"), token: "test-token")
             #expect(info.status == 200, "a token holder waited behind half-sent request heads")

@@ -64,7 +64,7 @@ extension HubTests {
             #expect(await reserved.wait(until: { $0 == length - 16 }), "the stalled push never filled its tenant's share")
             // Seven more of the same tenant find the share full: each is refused (503).
             for index in 1..<8 { try stall(from: index) }
-            let refused = await RawSocket.readable(Array(sockets[1...]), count: 7, within: .seconds(120))  // a hang guard
+            let refused = await RawSocket.readable(Array(sockets[1...]), count: 7, within: hangGuard)
             #expect(refused == 7, "\(refused) of the 7 pushes past the tenant's share were answered")
             try await withTemporaryStores(1) { stores in
                 try stores[0].set("from another tenant", for: .hubNote)
@@ -99,7 +99,7 @@ extension HubTests {
             }
             // The strangers' slots are 8 (a quarter of the connections): each of the 24 others
             // closed one, given way or refused. Once 24 are closed the strangers hold every slot.
-            let closed = await RawSocket.readable(idle, count: 24, within: .seconds(120))  // a hang guard
+            let closed = await RawSocket.readable(idle, count: 24, within: hangGuard)
             #expect(closed == 24, "\(closed) of 32 idle sockets were closed: the strangers do not hold the slots")
             let info = try await rawRequest(hub.urls[0].appendingPathComponent("v1/info"), token: token)
             #expect(info.status == 200, "a device waited behind strangers' half-sent request heads")

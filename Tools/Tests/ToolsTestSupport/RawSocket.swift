@@ -78,7 +78,7 @@ public struct RawSocket: Sendable {
 
     /// Waits until something arrives on the socket (an answer) or the server closes it, watched
     /// by the kernel; false only when `limit` passes first (a hang guard).
-    public func readable(within limit: Duration = .seconds(120)) async -> Bool {
+    public func readable(within limit: Duration = hangGuard) async -> Bool {
         await Self.readable([self], count: 1, within: limit) == 1
     }
 

@@ -38,7 +38,7 @@ public final class Watched<Value: Sendable>: Sendable {
 
     /// Waits until `condition` holds of the value; false only when `limit` passes first (a hang
     /// guard: generous, never a measure of speed).
-    public func wait(until condition: @escaping @Sendable (Value) -> Bool, within limit: Duration = .seconds(120)) async -> Bool {
+    public func wait(until condition: @escaping @Sendable (Value) -> Bool, within limit: Duration = hangGuard) async -> Bool {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -71,9 +71,14 @@ public final class Watched<Value: Sendable>: Sendable {
     }
 }
 
+/// How long a test waits for something before it calls it a hang: ten minutes, for every wait,
+/// so only a thing that never happens fails (as the core suite's `hangGuard`). Not a
+/// measurement: three suites run at once on two cores wait far longer than one does.
+public let hangGuard: Duration = .seconds(600)
+
 /// Whether `body` finishes without throwing within `limit`: a hang guard that tells a hang from
 /// slowness.
-public func finishes(within limit: Duration = .seconds(120), _ body: @escaping @Sendable () async throws -> Void) async -> Bool {
+public func finishes(within limit: Duration = hangGuard, _ body: @escaping @Sendable () async throws -> Void) async -> Bool {
     await withTaskGroup(of: Bool.self) { group in
         group.addTask { (try? await body()) != nil }
         group.addTask { try? await Task.sleep(for: limit); return false }
