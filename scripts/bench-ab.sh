@@ -22,7 +22,10 @@ for side in a b; do
     mkdir -p "$work/$side/Benchmarks"
     cp -R Benchmarks/Package.swift Benchmarks/Sources "$work/$side/Benchmarks/"
     echo "== building $side: $commit ($(git rev-parse --short "$commit"))"
-    swift build -c release --package-path "$work/$side/Benchmarks" --product chronicle-gate >/dev/null
+    # Cores before the sweep could be waited for build the gate's fallback (see settleSweep).
+    flags=()
+    git grep -q waitForAutomaticCompaction "$commit" -- Sources || flags=(-Xswiftc -DGATE_OLDER_CORE)
+    swift build -c release --package-path "$work/$side/Benchmarks" --product chronicle-gate "${flags[@]}" >/dev/null
 done
 for run in $(seq 1 "$runs"); do
     for side in a b; do
