@@ -141,11 +141,11 @@ extension ChangeStreamTests {
                 allRead.finish()
                 return keys
             }
-            let hangGuard = Task {
-                try? await Task.sleep(for: .seconds(120))  // fails a stream that never hears it; not a measure
+            let guardTask = Task {
+                try? await Task.sleep(for: hangGuard)  // fails a stream that never hears it; not a measure
                 reader.cancel()
             }
-            defer { hangGuard.cancel() }
+            defer { guardTask.cancel() }
             for await _ in readAll {}
             #expect(try store.compact().dropped == 49)
             try store.set("new", for: Key<String>("after", default: "", sync: .automaticSmall))

@@ -6,7 +6,7 @@ import Observation
 import Synchronization
 import Testing
 
-/// Collects values from `stream` until `stop` says so (or a generous deadline passes, which fails the test).
+/// Collects values from `stream` until `stop` says so (or the hang guard passes, which fails the test).
 func collect<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
     _ stream: S, until stop: @escaping @Sendable ([V]) -> Bool,
     sourceLocation: SourceLocation = #_sourceLocation
@@ -21,9 +21,9 @@ func collect<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
             return values
         }
         group.addTask {
-            // A guard, not a measurement: a full parallel run on two cores once took over 30 s
+            // A guard, not a measurement: three suites at once on two cores once took over 90 s
             // to deliver an automatic push.
-            try? await Task.sleep(for: .seconds(90))
+            try? await Task.sleep(for: hangGuard)
             return nil
         }
         let first = await group.next() ?? nil

@@ -91,7 +91,7 @@ extension HubTests {
                         request.method = .POST
                         request.headers.add(name: "Authorization", value: "Bearer \(noisyToken)")
                         request.body = .bytes(ByteBuffer(bytes: body))
-                        _ = try? await devices.execute(request, timeout: .seconds(60))
+                        _ = try? await devices.execute(request, timeout: requestHangGuard)
                     }
                 }
                 // Every push is the node's: one in its turn, waiting on the row lock, the rest queued.
@@ -101,7 +101,7 @@ extension HubTests {
                 let answered = await finishes {
                     var request = HTTPClientRequest(url: url.appendingPathComponent("v1/info").absoluteString)
                     request.headers.add(name: "Authorization", value: "Bearer \(quietToken)")
-                    let info = try await other.execute(request, timeout: .seconds(Int64(hangGuard.components.seconds)))
+                    let info = try await other.execute(request, timeout: requestHangGuard)
                     #expect(info.status.code == 200)
                 }
                 return (pushes, answered)

@@ -128,7 +128,7 @@ struct HubMetricsTests {
                 ],
                 input: .none, output: .discarded, error: .discarded
             ) { execution in
-                let guardTask = Task { try? await Task.sleep(for: .seconds(120)); try? execution.send(signal: .kill) }
+                let guardTask = Task { try? await Task.sleep(for: hangGuard); try? execution.send(signal: .kill) }
                 defer { guardTask.cancel() }
                 var value: String?
                 let query = URL(string: "http://127.0.0.1:\(port)/api/v1/query?query=chronicle_hub_events_appended_total")!

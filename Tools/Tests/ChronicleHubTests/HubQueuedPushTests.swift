@@ -40,7 +40,7 @@ extension HubTests {
                     request.method = .POST
                     request.headers.add(name: "Authorization", value: "Bearer \(push.token)")
                     request.body = .bytes(ByteBuffer(bytes: push.body))
-                    let response = try await client.execute(request, timeout: .seconds(60))
+                    let response = try await client.execute(request, timeout: requestHangGuard)
                     return RawResponse(status: Int(response.status.code), data: Data(buffer: try await response.body.collect(upTo: 1 << 20)))
                 }
             }

@@ -23,7 +23,7 @@ struct HubSchemaMigrationTests {
             arguments: ["hub", "serve", "--database", url, "--port", "0", "--no-metrics"],
             input: .none, output: .discarded, error: .sequence
         ) { execution in
-            let guardTask = Task { try? await Task.sleep(for: .seconds(60)); try? execution.send(signal: .kill) }
+            let guardTask = Task { try? await Task.sleep(for: hangGuard); try? execution.send(signal: .kill) }
             defer { guardTask.cancel() }
             var text = ""
             for try await line in execution.standardError.strings() { text += line }

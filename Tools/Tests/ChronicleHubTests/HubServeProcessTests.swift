@@ -21,7 +21,7 @@ struct HubServeProcessTests {
             .path(FilePath(try chronicleExecutable().path)), arguments: Arguments(["hub", "serve"] + arguments),
             environment: .inherit.updating(overrides), input: .none, output: .sequence, error: .string(limit: 16 << 20)
         ) { execution in
-            let guardTask = Task { try? await Task.sleep(for: .seconds(120)); try? execution.send(signal: .kill) }
+            let guardTask = Task { try? await Task.sleep(for: hangGuard); try? execution.send(signal: .kill) }
             defer { guardTask.cancel() }
             var (node, operatorURL): (URL?, URL?)
             func port(_ line: String) -> URL? {

@@ -221,7 +221,7 @@ struct HubTests {
                 try stores[0].set("pushed by a", for: .hubNote)
                 let arrived = await withTaskGroup(of: Bool.self) { group in
                     group.addTask { for await value in updates where value == "pushed by a" { return true }; return false }
-                    group.addTask { try? await Task.sleep(for: .seconds(60)); return false }  // a guard, not a measurement
+                    group.addTask { try? await Task.sleep(for: hangGuard); return false }  // a guard, not a measurement
                     let first = await group.next() ?? false
                     group.cancelAll()
                     return first
@@ -290,7 +290,7 @@ struct HubTests {
                     input: .none, output: .sequence, error: .discarded
                 ) { execution in
                     // A guard, not a measurement: a node that never says it serves is killed too.
-                    let deadline = Task { try? await Task.sleep(for: .seconds(60)); try? execution.send(signal: .kill) }
+                    let deadline = Task { try? await Task.sleep(for: hangGuard); try? execution.send(signal: .kill) }
                     defer { deadline.cancel() }
                     for try await line in execution.standardOutput.strings() where line.hasPrefix("hub serving on") {
                         guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else { continue }
@@ -349,10 +349,14 @@ struct HubTests {
                 let generation = hub.nodes[0].notifier.generation(id)
                 try stores[0].set("after again", for: .hubNote)
                 try await Replicator(store: stores[0], peers: [hub.peer(node: 1, token: token)]).sync()
-                var heard = false
-                for _ in 0..<1_500 where !heard {
-                    heard = hub.nodes[0].notifier.generation(id) > generation
-                    if !heard { try await Task.sleep(for: .milliseconds(20)) }
+                // Waits on node 0's notifier, which returns at once if the append was heard
+                // already (a reconnect's wake of every waiter is waited past).
+                let notifier = hub.nodes[0].notifier
+                let deadline = ContinuousClock.now + hangGuard
+                var heard = notifier.generation(id) > generation
+                while !heard, ContinuousClock.now < deadline {
+                    await notifier.wait(for: id, past: generation, timeout: hangGuard)
+                    heard = notifier.generation(id) > generation
                 }
                 #expect(heard, "node 0 listens again after the restart")
             }

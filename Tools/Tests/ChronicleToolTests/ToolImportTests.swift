@@ -51,10 +51,10 @@ struct ToolImportTests {
         let store = directory.appendingPathComponent("store")
         let fifo = directory.appendingPathComponent("range.range")
         #expect(mkfifo(fifo.path, 0o600) == 0)
-        // A guard, not a measurement: a tool blocked in open() is released by a writer after a minute
-        // (it then reads an empty file and fails otherwise than below).
+        // A guard, not a measurement: a tool blocked in open() is released by a writer after the
+        // hang guard (it then reads an empty file and fails otherwise than below).
         let unblock = Task {
-            try? await Task.sleep(for: .seconds(60))
+            try? await Task.sleep(for: hangGuard)
             let descriptor = open(fifo.path, O_WRONLY | O_NONBLOCK)
             if descriptor >= 0 { close(descriptor) }
         }

@@ -42,7 +42,7 @@ struct ToolProcessTests {
         let owner = try await Subprocess.run(
             .path(FilePath(executable)), arguments: Arguments(arguments), input: .none, output: .sequence, error: .discarded
         ) { execution -> UInt32? in
-            let deadline = Task { try? await Task.sleep(for: .seconds(60)); try? execution.send(signal: .kill) }
+            let deadline = Task { try? await Task.sleep(for: hangGuard); try? execution.send(signal: .kill) }
             defer {
                 deadline.cancel()
                 try? execution.send(signal: .kill)

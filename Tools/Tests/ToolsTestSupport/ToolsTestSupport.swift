@@ -114,7 +114,7 @@ public func rawRequest(_ url: URL, method: HTTPMethod = .GET, token: String?, bo
     request.method = method
     if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
     if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+    let response = try await HTTPClient.shared.execute(request, timeout: requestHangGuard)
     let buffer = try await response.body.collect(upTo: 64 << 20)
     return RawResponse(status: Int(response.status.code), data: Data(buffer: buffer))
 }

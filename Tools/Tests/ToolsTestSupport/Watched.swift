@@ -1,3 +1,4 @@
+public import NIOCore
 import Synchronization
 
 /// A value that code under test changes, and waits that resume as soon as it satisfies their
@@ -75,6 +76,9 @@ public final class Watched<Value: Sendable>: Sendable {
 /// so only a thing that never happens fails (as the core suite's `hangGuard`). Not a
 /// measurement: three suites run at once on two cores wait far longer than one does.
 public let hangGuard: Duration = .seconds(600)
+
+/// `hangGuard` as an HTTP client's request timeout.
+public let requestHangGuard: TimeAmount = .seconds(hangGuard.components.seconds)
 
 /// Whether `body` finishes without throwing within `limit`: a hang guard that tells a hang from
 /// slowness.
