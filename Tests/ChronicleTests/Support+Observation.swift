@@ -47,11 +47,10 @@ struct SettingsValue {
     }
 }
 
-/// Values from `stream` until `stop`, or whatever arrived when `seconds` pass (a hang guard that
-/// tells a stream that never delivers from a loaded machine, not a measurement: ten minutes, as
-/// `finishes`).
+/// Values from `stream` until `stop`, or whatever arrived when `hangGuard` passes (which tells a
+/// stream that never delivers from a loaded machine; not a measurement).
 func gatherValues<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
-    _ stream: S, seconds: Double = Double(hangGuard.components.seconds), until stop: @escaping @Sendable ([V]) -> Bool
+    _ stream: S, until stop: @escaping @Sendable ([V]) -> Bool
 ) async -> [V] {
     let box = Mutex<[V]>([])
     let reader = Task {
@@ -64,7 +63,7 @@ func gatherValues<S: AsyncSequence<V, Never> & Sendable, V: Sendable>(
         }
     }
     // The reader ends when `stop` holds; the bound only tells a stream that never delivers.
-    _ = await finishes(reader, within: .seconds(seconds))
+    _ = await finishes(reader)
     reader.cancel()
     _ = await reader.value
     return box.withLock { $0 }
