@@ -39,13 +39,16 @@ package final class BodyBudget: Sendable {
     /// Told the bytes reserved in all after each reservation grows (for tests and diagnostics,
     /// which wait on it rather than poll it).
     let onReserved: (@Sendable (_ total: Int) -> Void)?
+    /// Told each time a body finds the budget full and waits for room (for tests).
+    let onWaiting: (@Sendable () -> Void)?
 
     /// One body's hold on the budget.
     private final class Reservation: Sendable {
         let owner: String
         let started = ContinuousClock.now
-        /// Bytes reserved, whether the body has arrived whole, and whether a faster push cut it off.
-        let state = Mutex<(bytes: Int, complete: Bool, evicted: Bool)>((0, false, false))
+        /// Bytes reserved, whether the body has arrived whole, whether a faster push cut it off,
+        /// and whether it waits for room (the server is not reading it, so its rate is not judged).
+        let state = Mutex<(bytes: Int, complete: Bool, evicted: Bool, waiting: Bool)>((0, false, false, false))
 
         init(owner: String) { self.owner = owner }
     }
@@ -59,12 +62,14 @@ package final class BodyBudget: Sendable {
     private let used = Mutex(Use())
 
     package init(
-        capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard, onReserved: (@Sendable (_ total: Int) -> Void)? = nil
+        capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard, onReserved: (@Sendable (_ total: Int) -> Void)? = nil,
+        onWaiting: (@Sendable () -> Void)? = nil
     ) {
         self.capacity = capacity
         self.share = min(capacity, share ?? capacity)
         self.minimumRate = minimumRate
         self.onReserved = onReserved
+        self.onWaiting = onWaiting
     }
 
     /// Reads `request`'s body (at most `limit` bytes: 413 past it, declared or streamed),
@@ -109,15 +114,20 @@ package final class BodyBudget: Sendable {
     }
 
     /// Returns never; throws 408 once a window of ``minimumRate`` passes with less than its
-    /// bytes, or once a push that needed the room cut this body off.
+    /// bytes, or once a push that needed the room cut this body off. While the body waits for
+    /// room the server stops reading it, so a window starts again when the wait ends.
     private func watch(_ reservation: Reservation) async throws {
         var mark = 0
         var windowStart = ContinuousClock.now
         while true {
             try await Task.sleep(for: .milliseconds(100))
-            let (bytes, evicted) = reservation.state.withLock { ($0.bytes, $0.evicted) }
+            let (bytes, evicted, waiting) = reservation.state.withLock { ($0.bytes, $0.evicted, $0.waiting) }
             if evicted {
                 throw HTTPError(.requestTimeout, headers: Self.closing, message: "the body arrived too slowly while the server needed the room; retry")
+            }
+            if waiting {
+                (mark, windowStart) = (bytes, ContinuousClock.now)
+                continue
             }
             guard ContinuousClock.now - windowStart >= minimumRate.per else { continue }
             guard bytes - mark >= minimumRate.bytes else {
@@ -129,25 +139,38 @@ package final class BodyBudget: Sendable {
     }
 
     /// Reserves `bytes` more for `reservation`, cutting off the slowest body of another owner
-    /// when the budget is full and waiting up to two seconds for its room; 503 otherwise.
+    /// when the budget is full and waiting for its room: up to two seconds while no room is on
+    /// its way back, up to ten while a body cut off for it is releasing it; 503 otherwise.
     private func reserve(_ bytes: Int, _ reservation: Reservation) async throws {
-        for attempt in 0..<40 {
+        defer { reservation.state.withLock { $0.waiting = false } }
+        var idle = 0  // waits with no room on its way back
+        for _ in 0..<Self.longestWait {
             switch tryReserve(bytes, reservation) {
             case .reserved: return
-            case .overShare: break
-            case .full:
-                if attempt < 39 {
-                    try await Task.sleep(for: .milliseconds(50))
-                    continue
-                }
+            case .overShare: throw Self.busy
+            case .full(let roomComing):
+                if !roomComing { idle += 1 }
+                guard idle < Self.waitsWithoutRoom else { throw Self.busy }
+                reservation.state.withLock { $0.waiting = true }
+                onWaiting?()
+                try await Task.sleep(for: .milliseconds(50))
             }
-            var headers = HTTPFields()
-            headers[.retryAfter] = "1"
-            throw HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
         }
+        throw Self.busy
     }
 
-    private enum Reserved { case reserved, overShare, full }
+    /// 50 ms waits for room: 40 while none is on its way back, 200 in all.
+    private static let waitsWithoutRoom = 40
+    private static let longestWait = 200
+
+    private static var busy: HTTPError {
+        var headers = HTTPFields()
+        headers[.retryAfter] = "1"
+        return HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
+    }
+
+    /// `roomComing`: a body cut off by a push that needed its room has not released it yet.
+    private enum Reserved { case reserved, overShare, full(roomComing: Bool) }
 
     private func tryReserve(_ bytes: Int, _ reservation: Reservation) -> Reserved {
         let owner = reservation.owner
@@ -168,15 +191,16 @@ package final class BodyBudget: Sendable {
             let now = ContinuousClock.now
             let others = used.active.values.filter { $0.owner != owner }
             let states = others.map { ($0, $0.state.withLock { $0 }) }
-            guard !states.contains(where: { $0.1.evicted }) else { return .full }
-            victim = states.filter { !$0.1.complete && $0.1.bytes > 0 && now - $0.0.started >= minimumRate.per }
+            guard !states.contains(where: { $0.1.evicted }) else { return .full(roomComing: true) }
+            // Not a body waiting for room itself: the server is not reading it.
+            victim = states.filter { !$0.1.complete && !$0.1.waiting && $0.1.bytes > 0 && now - $0.0.started >= minimumRate.per }
                 .min { a, b in
                     Double(a.1.bytes) / (now - a.0.started).seconds < Double(b.1.bytes) / (now - b.0.started).seconds
                 }?.0
-            return .full
+            return .full(roomComing: victim != nil)
         }
         victim?.state.withLock { $0.evicted = true }
-        if outcome == .reserved { onReserved?(total) }
+        if case .reserved = outcome { onReserved?(total) }
         return outcome
     }
 

@@ -3,6 +3,7 @@
 @testable import ChronicleSyncProtocol
 import ChronicleTesting
 import Foundation
+import Hummingbird
 import NIOHTTP1
 import Synchronization
 import Testing
@@ -75,5 +76,67 @@ struct BodyBudgetTests {
             let arrived = await stalled.readable()
             #expect(arrived && stalled.answeredOrClosed(status: 408, within: 0), "a silent body was not cut off")
         }
+    }
+}
+
+/// The budget itself, without a server: bodies go to ``BodyBudget/withBody`` directly, so a
+/// test decides when a holder's handler returns, and sees when a body waits for room.
+struct BodyBudgetWaitTests {
+    static let capacity = 64 << 10
+    /// A window far shorter than the budget's wait for room (40 × 50 ms).
+    static let rate = MinimumBodyRate(bytes: 1_024, per: .milliseconds(200))
+
+    /// What `withBody` ended with: the status a body was refused with, or 200 once `handle` ran.
+    static func status(
+        of budget: BodyBudget, bytes: Int, owner: String, handle: @Sendable () async -> Void = {}
+    ) async -> HTTPResponse.Status {
+        let request = Request(
+            head: HTTPRequest(method: .post, scheme: "http", authority: "x", path: "/v1/range"),
+            body: RequestBody(buffer: ByteBuffer(repeating: 0x78, count: bytes)))
+        do {
+            try await budget.withBody(of: request, limit: capacity, owner: owner) { _ in await handle() }
+            return .ok
+        } catch let error as HTTPError {
+            return error.status
+        } catch {
+            return .internalServerError
+        }
+    }
+
+    /// A body waiting for room the server does not have is not arriving slowly: the server
+    /// stopped reading it. When the room does not come back, it is refused with 503 (retry),
+    /// not cut off with 408 for a rate its sender never had the chance to keep.
+    @Test func aBodyWaitingForRoomIsRefusedWithRetryNotCutOffForItsRate() async {
+        let reserved = Watched(0)
+        let lateDone = Watched(false)
+        let budget = BodyBudget(capacity: Self.capacity, minimumRate: Self.rate, onReserved: { total in reserved.update { $0 = total } })
+        // A whole body (no push may cut it off) holds the budget until the late one is answered.
+        async let holder = Self.status(of: budget, bytes: Self.capacity, owner: "a") { _ = await lateDone.wait { $0 } }
+        #expect(await reserved.wait { $0 == Self.capacity })
+        let late = await Self.status(of: budget, bytes: 1_024, owner: "b")
+        lateDone.update { $0 = true }
+        #expect(late == .serviceUnavailable, "a body that waited for room got \(late)")
+        #expect(await holder == .ok)
+    }
+
+    /// A body that waited several windows of the minimum rate for room is read once the room
+    /// comes back, and its handler runs.
+    @Test func aBodyThatWaitedLongerThanAWindowIsReadWhenRoomComesBack() async {
+        let reserved = Watched(0)
+        let waits = Watched(0)
+        let budget = BodyBudget(
+            capacity: Self.capacity, minimumRate: Self.rate, onReserved: { total in reserved.update { $0 = total } },
+            onWaiting: { waits.update { $0 += 1 } })
+        // The holder returns once the late body has waited 8 times (400 ms, two windows), or
+        // once it was answered without waiting that long.
+        async let holder = Self.status(of: budget, bytes: Self.capacity, owner: "a") {
+            _ = await waits.wait { $0 >= 8 }
+        }
+        #expect(await reserved.wait { $0 == Self.capacity })
+        let late = await Self.status(of: budget, bytes: 1_024, owner: "b")
+        waits.update { $0 = max($0, 8) }
+        #expect(late == .ok, "a body that waited for room got \(late)")
+        #expect(await holder == .ok)
+        #expect(budget.reserved == 0)
     }
 }
