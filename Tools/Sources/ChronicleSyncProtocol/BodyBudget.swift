@@ -25,12 +25,14 @@ public struct MinimumBodyRate: Sendable {
 /// The bytes of request bodies a server holds at once, across every connection, and what one
 /// owner (a hub's tenant, a client address of `chronicle serve`) may hold of them. A push
 /// reserves what it has sent as it arrives, and keeps it until its handler returns. A push that
-/// finds the budget full cuts off the slowest body still arriving from another owner (408),
-/// and waits a moment for the room; one that would pass its owner's share, or finds no body to
-/// cut, is refused with 503 and `Retry-After`. A slow sender holds only what it sent, a stalled
-/// one is cut off (``MinimumBodyRate``), and bodies that trickle just above the minimum hold the
-/// budget only until a push needs it. Decoding and importing a range takes several times its
-/// size, so this bounds the memory pushes in flight can take.
+/// finds the budget full cuts off the slowest body of another owner still arriving (408), and
+/// waits a moment for the room; one that would pass its owner's share, or finds no body to cut,
+/// is refused with 503 and `Retry-After`. A slow sender holds only what it sent, a stalled one
+/// is cut off (``MinimumBodyRate``), and bodies that trickle just above the minimum hold the
+/// budget only until a push needs it. While a body waits for room the server does not read it,
+/// so that time counts neither against its rate nor in its age when the slowest is chosen.
+/// Decoding and importing a range takes several times its size, so this bounds the memory
+/// pushes in flight can take.
 package final class BodyBudget: Sendable {
     package let capacity: Int
     /// The most one owner holds at once.
@@ -39,16 +41,44 @@ package final class BodyBudget: Sendable {
     /// Told the bytes reserved in all after each reservation grows (for tests and diagnostics,
     /// which wait on it rather than poll it).
     let onReserved: (@Sendable (_ total: Int) -> Void)?
-    /// Told each time a body finds the budget full and waits for room (for tests).
-    let onWaiting: (@Sendable () -> Void)?
+    /// Told what happens to bodies that find the budget full (for tests, which wait on it).
+    let onEvent: (@Sendable (Event) -> Void)?
 
-    /// One body's hold on the budget.
+    /// What ``onEvent`` is told.
+    package enum Event: Sendable, Equatable {
+        /// A body of `owner` found the budget full and waits for room.
+        case waiting(owner: String)
+        /// A push that needed the room cut off a body of `owner`.
+        case cutOff(owner: String)
+    }
+
+    /// One body's hold on the budget: what it reserved, and the time it spent arriving.
+    private struct Hold {
+        let started: ContinuousClock.Instant
+        var bytes = 0
+        /// The body arrived whole (its handler runs or is about to): never cut off.
+        var complete = false
+        /// A push that needed the room cut it off; it releases the room as soon as it notices.
+        var evicted = false
+        /// Since when it waits for room, while it does.
+        var waitingSince: ContinuousClock.Instant?
+        /// The time it waited for room before.
+        var waited: Duration = .zero
+
+        /// The time it has been arriving: its age less its waits for room.
+        func arriving(at now: ContinuousClock.Instant) -> Duration {
+            now - started - waited - (waitingSince.map { now - $0 } ?? .zero)
+        }
+
+        mutating func endWait(at now: ContinuousClock.Instant) {
+            if let since = waitingSince { waited += now - since }
+            waitingSince = nil
+        }
+    }
+
     private final class Reservation: Sendable {
         let owner: String
-        let started = ContinuousClock.now
-        /// Bytes reserved, whether the body has arrived whole, whether a faster push cut it off,
-        /// and whether it waits for room (the server is not reading it, so its rate is not judged).
-        let state = Mutex<(bytes: Int, complete: Bool, evicted: Bool, waiting: Bool)>((0, false, false, false))
+        let state = Mutex(Hold(started: ContinuousClock.now))
 
         init(owner: String) { self.owner = owner }
     }
@@ -59,17 +89,18 @@ package final class BodyBudget: Sendable {
         var active: [ObjectIdentifier: Reservation] = [:]
     }
 
+    /// Taken before any reservation's own lock, never after.
     private let used = Mutex(Use())
 
     package init(
         capacity: Int, share: Int? = nil, minimumRate: MinimumBodyRate = .standard, onReserved: (@Sendable (_ total: Int) -> Void)? = nil,
-        onWaiting: (@Sendable () -> Void)? = nil
+        onEvent: (@Sendable (Event) -> Void)? = nil
     ) {
         self.capacity = capacity
         self.share = min(capacity, share ?? capacity)
         self.minimumRate = minimumRate
         self.onReserved = onReserved
-        self.onWaiting = onWaiting
+        self.onEvent = onEvent
     }
 
     /// Reads `request`'s body (at most `limit` bytes: 413 past it, declared or streamed),
@@ -100,6 +131,10 @@ package final class BodyBudget: Sendable {
     /// A 408 closes the connection: the rest of a trickled body is never read.
     private static let closing: HTTPFields = [.connection: "close"]
 
+    private static var cutOff: HTTPError {
+        HTTPError(.requestTimeout, headers: closing, message: "the body arrived too slowly while the server needed the room; retry")
+    }
+
     private func read(_ request: Request, limit: Int, reservation: Reservation) async throws -> ByteBuffer {
         var buffer = ByteBuffer()
         for try await chunk in request.body {
@@ -109,7 +144,12 @@ package final class BodyBudget: Sendable {
             try await reserve(chunk.readableBytes, reservation)
             buffer.writeImmutableBuffer(chunk)
         }
-        reservation.state.withLock { $0.complete = true }
+        // Whole, unless a push cut it off first: then its room goes back now, not after its handler.
+        let cut = reservation.state.withLock { hold -> Bool in
+            if !hold.evicted { hold.complete = true }
+            return hold.evicted
+        }
+        if cut { throw Self.cutOff }
         return buffer
     }
 
@@ -121,20 +161,18 @@ package final class BodyBudget: Sendable {
         var windowStart = ContinuousClock.now
         while true {
             try await Task.sleep(for: .milliseconds(100))
-            let (bytes, evicted, waiting) = reservation.state.withLock { ($0.bytes, $0.evicted, $0.waiting) }
-            if evicted {
-                throw HTTPError(.requestTimeout, headers: Self.closing, message: "the body arrived too slowly while the server needed the room; retry")
-            }
-            if waiting {
-                (mark, windowStart) = (bytes, ContinuousClock.now)
+            let hold = reservation.state.withLock { $0 }
+            if hold.evicted { throw Self.cutOff }
+            if hold.waitingSince != nil {
+                (mark, windowStart) = (hold.bytes, ContinuousClock.now)
                 continue
             }
             guard ContinuousClock.now - windowStart >= minimumRate.per else { continue }
-            guard bytes - mark >= minimumRate.bytes else {
+            guard hold.bytes - mark >= minimumRate.bytes else {
                 throw HTTPError(
                     .requestTimeout, headers: Self.closing, message: "the body arrived slower than \(minimumRate.bytes) bytes every \(minimumRate.per)")
             }
-            (mark, windowStart) = (bytes, ContinuousClock.now)
+            (mark, windowStart) = (hold.bytes, ContinuousClock.now)
         }
     }
 
@@ -142,17 +180,20 @@ package final class BodyBudget: Sendable {
     /// when the budget is full and waiting for its room: up to two seconds while no room is on
     /// its way back, up to ten while a body cut off for it is releasing it; 503 otherwise.
     private func reserve(_ bytes: Int, _ reservation: Reservation) async throws {
-        defer { reservation.state.withLock { $0.waiting = false } }
+        defer { reservation.state.withLock { $0.endWait(at: .now) } }
         var idle = 0  // waits with no room on its way back
         for _ in 0..<Self.longestWait {
             switch tryReserve(bytes, reservation) {
             case .reserved: return
+            case .evicted: throw Self.cutOff
             case .overShare: throw Self.busy
             case .full(let roomComing):
                 if !roomComing { idle += 1 }
                 guard idle < Self.waitsWithoutRoom else { throw Self.busy }
-                reservation.state.withLock { $0.waiting = true }
-                onWaiting?()
+                reservation.state.withLock { hold in
+                    if hold.waitingSince == nil { hold.waitingSince = .now }
+                }
+                onEvent?(.waiting(owner: reservation.owner))
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
@@ -169,14 +210,17 @@ package final class BodyBudget: Sendable {
         return HTTPError(.serviceUnavailable, headers: headers, message: "the server is receiving as much as it may hold at once; retry")
     }
 
-    /// `roomComing`: a body cut off by a push that needed its room has not released it yet.
-    private enum Reserved { case reserved, overShare, full(roomComing: Bool) }
+    /// `evicted`: the body asking was cut off itself. `roomComing`: a body cut off for room has
+    /// not released it yet.
+    private enum Reserved { case reserved, evicted, overShare, full(roomComing: Bool) }
 
     private func tryReserve(_ bytes: Int, _ reservation: Reservation) -> Reserved {
         let owner = reservation.owner
         var victim: Reservation?
         var total = 0
         let outcome = used.withLock { used -> Reserved in
+            // A body cut off cuts off no other: it is on its way out.
+            if reservation.state.withLock({ $0.evicted }) { return .evicted }
             let held = used.byOwner[owner] ?? 0
             guard held + bytes <= share else { return .overShare }
             guard used.total + bytes > capacity else {
@@ -186,20 +230,23 @@ package final class BodyBudget: Sendable {
                 total = used.total
                 return .reserved
             }
-            // Full: cut off the slowest body of another owner still arriving, unless one is already
-            // on its way out (its room comes back when its handler returns).
+            // Full: cut off the slowest body of another owner still arriving (by the bytes it sent
+            // in the time it was read), unless one is already on its way out.
             let now = ContinuousClock.now
-            let others = used.active.values.filter { $0.owner != owner }
-            let states = others.map { ($0, $0.state.withLock { $0 }) }
-            guard !states.contains(where: { $0.1.evicted }) else { return .full(roomComing: true) }
-            // Not a body waiting for room itself: the server is not reading it.
-            victim = states.filter { !$0.1.complete && !$0.1.waiting && $0.1.bytes > 0 && now - $0.0.started >= minimumRate.per }
-                .min { a, b in
-                    Double(a.1.bytes) / (now - a.0.started).seconds < Double(b.1.bytes) / (now - b.0.started).seconds
-                }?.0
-            return .full(roomComing: victim != nil)
+            let others = used.active.values.filter { $0.owner != owner }.map { ($0, $0.state.withLock { $0 }) }
+            guard !others.contains(where: { $0.1.evicted }) else { return .full(roomComing: true) }
+            let rate = { (hold: Hold) in Double(hold.bytes) / hold.arriving(at: now).seconds }
+            let slowest = others.filter { !$0.1.complete && $0.1.bytes > 0 && $0.1.arriving(at: now) >= minimumRate.per }
+                .min { rate($0.1) < rate($1.1) }?.0
+            // Under its own lock: a body that arrived whole meanwhile runs its handler instead.
+            guard let slowest, slowest.state.withLock({ hold -> Bool in
+                if !hold.complete { hold.evicted = true }
+                return !hold.complete
+            }) else { return .full(roomComing: false) }
+            victim = slowest
+            return .full(roomComing: true)
         }
-        victim?.state.withLock { $0.evicted = true }
+        if let victim { onEvent?(.cutOff(owner: victim.owner)) }
         if case .reserved = outcome { onReserved?(total) }
         return outcome
     }

@@ -90,9 +90,13 @@ struct BodyBudgetWaitTests {
     static func status(
         of budget: BodyBudget, bytes: Int, owner: String, handle: @Sendable () async -> Void = {}
     ) async -> HTTPResponse.Status {
-        let request = Request(
-            head: HTTPRequest(method: .post, scheme: "http", authority: "x", path: "/v1/range"),
-            body: RequestBody(buffer: ByteBuffer(repeating: 0x78, count: bytes)))
+        await status(of: budget, body: RequestBody(buffer: ByteBuffer(repeating: 0x78, count: bytes)), owner: owner, handle: handle)
+    }
+
+    static func status(
+        of budget: BodyBudget, body: RequestBody, owner: String, handle: @Sendable () async -> Void = {}
+    ) async -> HTTPResponse.Status {
+        let request = Request(head: HTTPRequest(method: .post, scheme: "http", authority: "x", path: "/v1/range"), body: body)
         do {
             try await budget.withBody(of: request, limit: capacity, owner: owner) { _ in await handle() }
             return .ok
@@ -126,7 +130,7 @@ struct BodyBudgetWaitTests {
         let waits = Watched(0)
         let budget = BodyBudget(
             capacity: Self.capacity, minimumRate: Self.rate, onReserved: { total in reserved.update { $0 = total } },
-            onWaiting: { waits.update { $0 += 1 } })
+            onEvent: { event in if case .waiting = event { waits.update { $0 += 1 } } })
         // The holder returns once the late body has waited 8 times (400 ms, two windows), or
         // once it was answered without waiting that long.
         async let holder = Self.status(of: budget, bytes: Self.capacity, owner: "a") {
@@ -136,6 +140,49 @@ struct BodyBudgetWaitTests {
         let late = await Self.status(of: budget, bytes: 1_024, owner: "b")
         waits.update { $0 = max($0, 8) }
         #expect(late == .ok, "a body that waited for room got \(late)")
+        #expect(await holder == .ok)
+        #expect(budget.reserved == 0)
+    }
+
+    /// A body cut off for room just as its last bytes arrive gives its room back at once: its
+    /// handler does not run (it would hold the room, and the push that needed it would wait).
+    @Test func aBodyCutOffAsItArrivesWholeGivesItsRoomBack() async {
+        let reserved = Watched(0)
+        let holderMayReturn = Watched(false)
+        let stop = Flag()
+        let (slowBody, slowSource) = RequestBody.makeStream()
+        let budget = BodyBudget(
+            capacity: Self.capacity, minimumRate: Self.rate, onReserved: { total in reserved.update { $0 = total } },
+            onEvent: { event in
+                // The slow body's last bytes arrive the moment it is cut off.
+                if event == .cutOff(owner: "slow") {
+                    stop.set()
+                    slowSource.finish()
+                }
+            })
+        // A whole body of 16 KiB holds its room until the late push is answered.
+        async let holder = Self.status(of: budget, bytes: 16 << 10, owner: "holder") { _ = await holderMayReturn.wait { $0 } }
+        #expect(await reserved.wait { $0 == 16 << 10 })
+        // 32 KiB at once, then 512 bytes every 50 ms: ten times the minimum rate.
+        let handled = Flag()
+        async let slow = Self.status(of: budget, body: slowBody, owner: "slow") { handled.set() }
+        let trickle = Task {
+            await slowSource.yield(ByteBuffer(repeating: 0x78, count: 32 << 10))
+            while !stop.isSet {
+                await slowSource.yield(ByteBuffer(repeating: 0x78, count: 512))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        #expect(await reserved.wait { $0 >= 48 << 10 })
+        // 24 KiB does not fit beside them: the slow body is cut off once it is a window old.
+        let late = await Self.status(of: budget, bytes: 24 << 10, owner: "late")
+        holderMayReturn.update { $0 = true }
+        stop.set()  // also when a starved trickle was cut off for its rate instead
+        slowSource.finish()
+        await trickle.value
+        #expect(late == .ok, "the push that needed the room got \(late)")
+        #expect(await slow == .requestTimeout)
+        #expect(!handled.isSet, "the body cut off ran its handler")
         #expect(await holder == .ok)
         #expect(budget.reserved == 0)
     }
