@@ -25,7 +25,7 @@ CHRONICLE_RLIMIT_TESTS=1 swift test --skip-build --filter UnopenedKeyRecordTests
 # with every core kept busy by another process: a loaded machine must not turn them red.
 echo "== core: the scheduling-sensitive suites again, under a CPU hog =="
 scripts/with-cpu-hog.sh swift test --skip-build --filter \
-    'QueuedWriteTests|ConcurrencyTests|RetentionTests|CarrierCostBoundsTests|CarrierAbuseTests|ObservationTests|ChangeStreamTests|FaultHandlingTests|LosslessObservationTests|MailboxTests|EchoFreeReplicationRecoveryTests|AutomaticCompactionCostTests|RetentionTamperTests'
+    'QueuedWriteTests|ConcurrencyTests|RetentionTests|CarrierCostBoundsTests|CarrierAbuseTests|ObservationTests|ChangeStreamTests|FaultHandlingTests|LosslessObservationTests|MailboxTests|EchoFreeReplicationRecoveryTests|AutomaticCompactionCostTests|RetentionTamperTests|ReplicationTests'
 
 echo "== the layers: who imports whom =="
 scripts/check-layers.sh
