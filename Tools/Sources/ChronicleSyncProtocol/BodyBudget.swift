@@ -30,7 +30,7 @@ public struct MinimumBodyRate: Sendable {
 /// is refused with 503 and `Retry-After`. A slow sender holds only what it sent, a stalled one
 /// is cut off (``MinimumBodyRate``), and bodies that trickle just above the minimum hold the
 /// budget only until a push needs it. While a body waits for room the server does not read it,
-/// so that time counts neither against its rate nor in its age when the slowest is chosen.
+/// so its rate is not judged meanwhile; it may still be cut off for a push that needs the room.
 /// Decoding and importing a range takes several times its size, so this bounds the memory
 /// pushes in flight can take.
 package final class BodyBudget: Sendable {
@@ -52,33 +52,21 @@ package final class BodyBudget: Sendable {
         case cutOff(owner: String)
     }
 
-    /// One body's hold on the budget: what it reserved, and the time it spent arriving.
+    /// One body's hold on the budget.
     private struct Hold {
-        let started: ContinuousClock.Instant
         var bytes = 0
         /// The body arrived whole (its handler runs or is about to): never cut off.
         var complete = false
         /// A push that needed the room cut it off; it releases the room as soon as it notices.
         var evicted = false
-        /// Since when it waits for room, while it does.
-        var waitingSince: ContinuousClock.Instant?
-        /// The time it waited for room before.
-        var waited: Duration = .zero
-
-        /// The time it has been arriving: its age less its waits for room.
-        func arriving(at now: ContinuousClock.Instant) -> Duration {
-            now - started - waited - (waitingSince.map { now - $0 } ?? .zero)
-        }
-
-        mutating func endWait(at now: ContinuousClock.Instant) {
-            if let since = waitingSince { waited += now - since }
-            waitingSince = nil
-        }
+        /// It waits for room (its rate is not judged meanwhile).
+        var waiting = false
     }
 
     private final class Reservation: Sendable {
         let owner: String
-        let state = Mutex(Hold(started: ContinuousClock.now))
+        let started = ContinuousClock.now
+        let state = Mutex(Hold())
 
         init(owner: String) { self.owner = owner }
     }
@@ -163,7 +151,7 @@ package final class BodyBudget: Sendable {
             try await Task.sleep(for: .milliseconds(100))
             let hold = reservation.state.withLock { $0 }
             if hold.evicted { throw Self.cutOff }
-            if hold.waitingSince != nil {
+            if hold.waiting {
                 (mark, windowStart) = (hold.bytes, ContinuousClock.now)
                 continue
             }
@@ -180,7 +168,7 @@ package final class BodyBudget: Sendable {
     /// when the budget is full and waiting for its room: up to two seconds while no room is on
     /// its way back, up to ten while a body cut off for it is releasing it; 503 otherwise.
     private func reserve(_ bytes: Int, _ reservation: Reservation) async throws {
-        defer { reservation.state.withLock { $0.endWait(at: .now) } }
+        defer { reservation.state.withLock { $0.waiting = false } }
         var idle = 0  // waits with no room on its way back
         for _ in 0..<Self.longestWait {
             switch tryReserve(bytes, reservation) {
@@ -190,9 +178,7 @@ package final class BodyBudget: Sendable {
             case .full(let roomComing):
                 if !roomComing { idle += 1 }
                 guard idle < Self.waitsWithoutRoom else { throw Self.busy }
-                reservation.state.withLock { hold in
-                    if hold.waitingSince == nil { hold.waitingSince = .now }
-                }
+                reservation.state.withLock { $0.waiting = true }
                 onEvent?(.waiting(owner: reservation.owner))
                 try await Task.sleep(for: .milliseconds(50))
             }
@@ -230,14 +216,15 @@ package final class BodyBudget: Sendable {
                 total = used.total
                 return .reserved
             }
-            // Full: cut off the slowest body of another owner still arriving (by the bytes it sent
-            // in the time it was read), unless one is already on its way out.
+            // Full: cut off the slowest body of another owner still arriving, one at least a window
+            // old (waiting for room or not: waiting is no shield), unless a body (of any owner) is
+            // already on its way out.
             let now = ContinuousClock.now
-            let others = used.active.values.filter { $0.owner != owner }.map { ($0, $0.state.withLock { $0 }) }
-            guard !others.contains(where: { $0.1.evicted }) else { return .full(roomComing: true) }
-            let rate = { (hold: Hold) in Double(hold.bytes) / hold.arriving(at: now).seconds }
-            let slowest = others.filter { !$0.1.complete && $0.1.bytes > 0 && $0.1.arriving(at: now) >= minimumRate.per }
-                .min { rate($0.1) < rate($1.1) }?.0
+            let holds = used.active.values.filter { $0 !== reservation }.map { ($0, $0.state.withLock { $0 }) }
+            guard !holds.contains(where: { $0.1.evicted }) else { return .full(roomComing: true) }
+            let rate = { (body: Reservation, hold: Hold) in Double(hold.bytes) / (now - body.started).seconds }
+            let slowest = holds.filter { $0.0.owner != owner && !$0.1.complete && $0.1.bytes > 0 && now - $0.0.started >= minimumRate.per }
+                .min { rate($0.0, $0.1) < rate($1.0, $1.1) }?.0
             // Under its own lock: a body that arrived whole meanwhile runs its handler instead.
             guard let slowest, slowest.state.withLock({ hold -> Bool in
                 if !hold.complete { hold.evicted = true }

@@ -186,4 +186,65 @@ struct BodyBudgetWaitTests {
         #expect(await holder == .ok)
         #expect(budget.reserved == 0)
     }
+
+    /// Waiting for room is no shield: a body that waits is not judged by its rate meanwhile, but
+    /// a push that needs the room may cut it off like any other body a window old.
+    @Test func aBodyWaitingForRoomCanBeCutOffForAPushThatNeedsIt() async {
+        let reserved = Watched(0)
+        let waiting = Watched(false)
+        let holderMayReturn = Watched(false)
+        let (waiterBody, waiterSource) = RequestBody.makeStream()
+        let budget = BodyBudget(
+            capacity: Self.capacity, minimumRate: Self.rate, onReserved: { total in reserved.update { $0 = total } },
+            onEvent: { event in if event == .waiting(owner: "waiter") { waiting.update { $0 = true } } })
+        async let holder = Self.status(of: budget, bytes: 32 << 10, owner: "holder") { _ = await holderMayReturn.wait { $0 } }
+        #expect(await reserved.wait { $0 == 32 << 10 })
+        async let waiter = Self.status(of: budget, body: waiterBody, owner: "waiter")
+        await waiterSource.yield(ByteBuffer(repeating: 0x78, count: 24 << 10))
+        #expect(await reserved.wait { $0 == 56 << 10 })
+        await waiterSource.yield(ByteBuffer(repeating: 0x78, count: 16 << 10))  // does not fit: it waits
+        #expect(await waiting.wait { $0 })
+        let late = await Self.status(of: budget, bytes: 16 << 10, owner: "late")
+        waiterSource.finish()
+        holderMayReturn.update { $0 = true }
+        #expect(late == .ok, "the push that needed the room got \(late)")
+        #expect(await waiter == .requestTimeout, "the waiting body was not cut off")
+        #expect(await holder == .ok)
+        #expect(budget.reserved == 0)
+    }
+
+    /// A body of an owner whose other body was just cut off (its room on its way back) cuts off
+    /// no body of another owner: one cut-off per push that needs room.
+    @Test func aSecondBodyOfAnOwnerCutOffCutsOffNoOtherOwner() async {
+        let reserved = Watched(0)
+        let cutOffs = Watched<[String]>([])
+        let holderMayReturn = Watched(false)
+        let (bBody, bSource) = RequestBody.makeStream()
+        let (aBody, aSource) = RequestBody.makeStream()
+        let (secondBody, secondSource) = RequestBody.makeStream()
+        let budget = BodyBudget(
+            capacity: Self.capacity, minimumRate: MinimumBodyRate(bytes: 0, per: .milliseconds(200)),
+            onReserved: { total in reserved.update { $0 = total } },
+            onEvent: { event in
+                guard case .cutOff(let owner) = event else { return }
+                cutOffs.update { $0.append(owner) }
+                // The moment "a" is cut off, its second body needs room too.
+                if owner == "a" { Task { await secondSource.yield(ByteBuffer(repeating: 0x78, count: 1 << 10)) } }
+            })
+        async let b = Self.status(of: budget, body: bBody, owner: "b")
+        async let a = Self.status(of: budget, body: aBody, owner: "a")
+        async let second = Self.status(of: budget, body: secondBody, owner: "a")
+        await bSource.yield(ByteBuffer(repeating: 0x78, count: 16 << 10))
+        await aSource.yield(ByteBuffer(repeating: 0x78, count: 8 << 10))
+        #expect(await reserved.wait { $0 == 24 << 10 })
+        async let holder = Self.status(of: budget, bytes: 40 << 10, owner: "holder") { _ = await holderMayReturn.wait { $0 } }
+        #expect(await reserved.wait { $0 == 64 << 10 })
+        // Full: the late push cuts off the slowest body a window old ("a": 8 KiB to b's 16).
+        let late = await Self.status(of: budget, bytes: 8 << 10, owner: "late")
+        holderMayReturn.update { $0 = true }
+        for source in [aSource, bSource, secondSource] { source.finish() }
+        _ = await (a, b, second, holder)
+        #expect(late == .ok, "the push that needed the room got \(late)")
+        #expect(cutOffs.value.first == "a" && !cutOffs.value.contains("b"), "cut off: \(cutOffs.value)")
+    }
 }
