@@ -17,13 +17,15 @@ extension FixedWidthInteger {
 
 extension Array where Element == UInt8 {
     /// These bytes followed by `value`'s big-endian bytes, in one allocation: a key made for
-    /// every event written (`bytes + value.bigEndianBytes` makes three).
+    /// every event written (`bytes + value.bigEndianBytes` makes three). Reserved and appended:
+    /// `Array(unsafeUninitializedCapacity:)` and `Array(repeating:count:)` allocate through the
+    /// standard library's unspecialized `_allocateBufferUninitialized`, about 450 instructions
+    /// more under callgrind, where `reserveCapacity` takes a path specialized for bytes.
     @inlinable package func appendingBigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count + MemoryLayout<T>.size) { buffer, initialized in
-            let bytes = UnsafeMutableRawBufferPointer(buffer)
-            self.withUnsafeBytes { bytes.copyMemory(from: $0) }
-            bytes.storeBytes(of: value.bigEndian, toByteOffset: count, as: T.self)
-            initialized = count + MemoryLayout<T>.size
-        }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count + MemoryLayout<T>.size)
+        bytes.append(contentsOf: self)
+        Swift.withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        return bytes
     }
 }

@@ -65,15 +65,16 @@ package struct LogRecord: Sendable {
         absorber.absorb(body)
     }
 
-    /// ``chainHash(previous:sequence:kind:body:key:into:)`` of arrays, as a new array.
+    /// ``chainHash(previous:sequence:kind:body:key:into:)`` of arrays, as a new array. Hashed
+    /// into a stack buffer and copied: `Array(repeating:count:)` allocates through the standard
+    /// library's unspecialized generic path (see `appendingBigEndian`), once per record written.
     package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: KeyedHash?) -> [UInt8] {
-        var hash = [UInt8](repeating: 0, count: hashLength)
-        previous.withUnsafeBytes { previous in
-            body.withUnsafeBytes { body in
-                hash.withUnsafeMutableBytes { chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: key, into: $0) }
+        withUnsafeTemporaryAllocation(byteCount: hashLength, alignment: 1) { hash in
+            previous.withUnsafeBytes { previous in
+                body.withUnsafeBytes { body in chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: key, into: hash) }
             }
+            return Array(UnsafeRawBufferPointer(hash))
         }
-        return hash
     }
 
     package func encoded() -> [UInt8] {

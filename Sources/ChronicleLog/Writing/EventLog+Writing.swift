@@ -126,7 +126,7 @@ extension EventLog {
         }
         var committed: [CommittedEvent] = []
         committed.reserveCapacity(changes.count)
-        let now = UnixMilliseconds.now()
+        let (now, planner) = (UnixMilliseconds.now(), retentionPlanner)  // a planner copies the log's storage: make one
         var asked: AskedSealingKey?
         for change in changes {
             if change.expectedOrder != nil || change.expectedTicket != nil {
@@ -140,7 +140,7 @@ extension EventLog {
                 }
             }
             let historyPrefix = HistoryKey.prefix(domain: change.domain, name: change.key)
-            try retentionPlanner.recordRetention(of: change, prefix: historyPrefix, txn, &head)
+            try planner.recordRetention(of: change, prefix: historyPrefix, txn, &head)
             let eventCounter = try nextCounter(&counter, txn)
             let hlc: HLC
             if let stamp = change.stamp {
