@@ -11,7 +11,8 @@ import Foundation
 // machine's cores busy (they took more than `busyShare` of its CPU capacity; the gate's own
 // threads do not count) cannot tell a slower write path from a busier machine: a ratio over its
 // threshold in two runs that were both busy is reported as not judged and does not fail the gate
-// (see OtherLoad). A quiet run over a threshold always counts.
+// (see OtherLoad). A quiet run over a threshold always counts. A ratio that leans on the disk's
+// cost per page is judged only on a disk like the one its threshold was set on (see Disk).
 //
 //   chronicle-gate [--thresholds FILE] [--rounds N] [--once]
 //   chronicle-gate --profile batch|layout-batch|deep-batch|deep-latency|verify N
