@@ -44,7 +44,7 @@ package struct Transaction: ~Copyable {
     /// The value stored under `key`, copied out, or `nil` when absent.
     package func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
         var found: [UInt8]?
-        try withValue(database, key: key) { bytes in found = Array(bytes) }
+        try withValue(database, key: .array(key)) { bytes in found = Array(bytes) }
         return found
     }
 
@@ -56,9 +56,18 @@ package struct Transaction: ~Copyable {
     package func withValue(
         _ database: Database, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> Bool {
+        try withValue(database, key: .array(key), body)
+    }
+
+    /// ``withValue(_:key:_:)-(_,[UInt8],_)`` for a key lent in place.
+    @discardableResult
+    package func withValue(
+        _ database: Database, key: LMDBBytes, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Bool {
         var value = MDB_val()
-        let rc = key.withMDBVal { keyVal in
-            mdb_get(handle, database.dbi, &keyVal, &value)
+        let rc = key.withBytes { key in
+            var keyVal = MDB_val(key)
+            return mdb_get(handle, database.dbi, &keyVal, &value)
         }
         if rc == MDB_NOTFOUND { return false }
         try check(rc)
@@ -180,9 +189,16 @@ package struct Transaction: ~Copyable {
 
     /// Stores `value` under `key`.
     package func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
-        let rc = key.withMDBVal { keyVal in
-            value.withMDBVal { valueVal in
-                mdb_put(handle, database.dbi, &keyVal, &valueVal, flags.rawValue)
+        try put(database, key: .array(key), value: .array(value), flags: flags)
+    }
+
+    /// ``put(_:key:value:flags:)-(_,[UInt8],[UInt8],_)`` for a key and value lent in place.
+    package func put(_ database: Database, key: LMDBBytes, value: LMDBBytes, flags: PutFlags = []) throws {
+        let rc = key.withBytes { key in
+            value.withBytes { value in
+                var keyVal = MDB_val(key)
+                var valueVal = MDB_val(value)
+                return mdb_put(handle, database.dbi, &keyVal, &valueVal, flags.rawValue)
             }
         }
         try check(rc)
@@ -192,6 +208,11 @@ package struct Transaction: ~Copyable {
     /// Stores `value` under `key` unless the key exists.
     /// - Returns: `false` when the key was already present (nothing is written).
     package func insert(_ database: Database, key: [UInt8], value: [UInt8]) throws -> Bool {
+        try insert(database, key: .array(key), value: .array(value))
+    }
+
+    /// ``insert(_:key:value:)-(_,[UInt8],[UInt8])`` for a key and value lent in place.
+    package func insert(_ database: Database, key: LMDBBytes, value: LMDBBytes) throws -> Bool {
         do {
             try put(database, key: key, value: value, flags: .noOverwrite)
             return true
@@ -229,13 +250,20 @@ final class ChangeFlag {
 /// `EINVAL`, spelled without importing Glibc into this file.
 let EINVAL_CODE: Int32 = 22
 
+extension MDB_val {
+    /// Lends `bytes` to LMDB. LMDB never writes through a key or a value it is given.
+    init(_ bytes: UnsafeRawBufferPointer) {
+        // Empty bytes may have no base address; LMDB reads no byte of a zero-length value.
+        self.init(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+    }
+}
+
 extension Array where Element == UInt8 {
     /// Lends the array's bytes to LMDB as an `MDB_val`. LMDB never writes through it.
     @inline(__always)
     func withMDBVal<R>(_ body: (inout MDB_val) throws -> R) rethrows -> R {
         try withUnsafeBytes { buffer in
-            // An empty array may have no base address; LMDB reads no byte of a zero-length value.
-            var val = MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+            var val = MDB_val(buffer)
             return try body(&val)
         }
     }

@@ -42,6 +42,26 @@ struct EnvironmentTests {
         }
     }
 
+    /// Bytes lent in place are the bytes an array would hold: a sequence big-endian (so LMDB sorts
+    /// it like the number, and `.append` accepts it after a smaller one), a name as its UTF-8.
+    @Test func bytesLentInPlaceAreTheArraysBytes() throws {
+        try withTemporaryDirectory { path in
+            let env = try Environment(path: path)
+            let db = try env.openDatabase(named: "kv")
+            try env.write { txn in
+                try txn.put(db, key: .bigEndian(255), value: .utf8("naïve"), flags: .append)
+                try txn.put(db, key: .bigEndian(256), value: .array([7]), flags: .append)
+                #expect(try txn.insert(db, key: .bigEndian(256), value: .bigEndian(1)) == false)
+                #expect(try txn.insert(db, key: .utf8("k"), value: .bigEndian(0x0102_0304_0506_0708)))
+            }
+            #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 0, 255]) } == Array("naïve".utf8))
+            #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 1, 0]) } == [7])
+            #expect(try env.read { try $0.get(db, key: Array("k".utf8)) } == [1, 2, 3, 4, 5, 6, 7, 8])
+            #expect(try env.read { txn in try txn.withValue(db, key: .utf8("k")) { _ in } })
+            #expect(try env.read { txn in try txn.withValue(db, key: .bigEndian(3)) { _ in } } == false)
+        }
+    }
+
     @Test func abortedWriteLeavesNothing() throws {
         struct Stop: Error {}
         try withTemporaryDirectory { path in

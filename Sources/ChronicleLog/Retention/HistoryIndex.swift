@@ -40,15 +40,17 @@ extension HistoryIndex {
         } else {
             head.appendedBeyondList += 1  // bounded memory: the next pass looks at every key
         }
-        let position = sequence.bigEndianBytes
-        if let last = try txn.get(dbs.latest, key: name) {
-            guard let before = UInt64(bigEndianBytes: last), before > 0, before < sequence else {
-                // An edited row: rebuild from the log, which holds this record already.
-                return try rebuildHistory(txn)
-            }
-            try txn.put(dbs.previous, key: position, value: last, flags: .append)
+        var before: UInt64?
+        var malformed = false
+        try txn.withValue(dbs.latest, key: name) { last in
+            before = last.count == 8 ? last.loadUnaligned(as: UInt64.self).bigEndian : nil
+            malformed = before.map { $0 == 0 || $0 >= sequence } ?? true
         }
-        try txn.put(dbs.latest, key: name, value: position)
+        if malformed {
+            return try rebuildHistory(txn)  // an edited row: rebuild from the log, which holds this record already
+        }
+        if let before { try txn.put(dbs.previous, key: .bigEndian(sequence), value: .bigEndian(before), flags: .append) }
+        try txn.put(dbs.latest, key: .array(name), value: .bigEndian(sequence))
     }
 
     /// Rebuilds the index in this write transaction when it cannot be extended: a build before

@@ -292,7 +292,7 @@ extension EventLog {
     ) throws -> UInt64 {
         head.sequence += 1
         let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: kind, body: body, key: key)
-        try txn.put(dbs.events, key: head.sequence.bigEndianBytes, value: LogRecord(kind: kind, body: body, hash: hash).encoded(), flags: .append)
+        try txn.put(dbs.events, key: .bigEndian(head.sequence), value: .array(LogRecord(kind: kind, body: body, hash: hash).encoded()), flags: .append)
         head.chain = hash
         return head.sequence
     }
@@ -307,7 +307,7 @@ extension EventLog {
         historyPrefix: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
         let sequence = try appendRecord(.event, body: encoded ?? event.encoded(), key: try head.chainKey(chainKeys), txn, &head)
-        guard try txn.insert(dbs.dots, key: event.dot, value: sequence.bigEndianBytes) else {
+        guard try txn.insert(dbs.dots, key: .array(event.dot), value: .bigEndian(sequence)) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
         let prefix = historyPrefix ?? HistoryKey.prefix(domain: event.domain, name: event.key)
@@ -321,7 +321,7 @@ extension EventLog {
     @discardableResult
     package static func indexView(_ event: Event, sequence: UInt64, _ txn: borrowing Transaction, _ dbs: Databases) throws -> Bool {
         let view = dbs.view(event.domain)
-        let key = Array(event.key.utf8)
+        let key = LMDBBytes.utf8(event.key)
         var current: ConflictOrder?
         var malformed = false
         try txn.withValue(view, key: key) { bytes in
@@ -332,7 +332,7 @@ extension EventLog {
             throw ChronicleError.corruptViewEntry(key: event.key, reason: "its order fields do not decode")
         }
         if let current, !event.wins(over: current) { return false }
-        try txn.put(view, key: key, value: ViewEntry(event: event, sequence: sequence).encoded())
+        try txn.put(view, key: key, value: .array(ViewEntry(event: event, sequence: sequence).encoded()))
         return true
     }
 

@@ -1,0 +1,32 @@
+/// A key or a value lent to LMDB in place, without building an array first.
+///
+/// A write of one event passes LMDB a sequence as a key or a value five times and a key's name
+/// once; as arrays, each was an allocation and a free. Lent in place, a batch costs 1,340
+/// instructions less per set under callgrind (27.4K, where the layout's floor is 19.2K). An enum
+/// rather than a protocol: a protocol's generic calls, left unspecialized across modules, cost
+/// more than the arrays they saved.
+package enum LMDBBytes {
+    /// An array's bytes.
+    case array([UInt8])
+    /// An unsigned 64-bit integer as its eight big-endian bytes (the order LMDB's default
+    /// comparison sorts sequences in), lent from the stack.
+    case bigEndian(UInt64)
+    /// A string's UTF-8 bytes (a view's key: a key's name), lent from the string's storage.
+    case utf8(String)
+
+    /// Calls `body` with the bytes; the buffer is valid only during `body`.
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch self {
+        case .array(let bytes):
+            return try bytes.withUnsafeBytes(body)
+        case .bigEndian(let value):
+            return try withUnsafeBytes(of: value.bigEndian, body)
+        case .utf8(let string):
+            // A native string lends its storage; a bridged one (never in this process) is copied once.
+            if let result = try string.utf8.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+                return result
+            }
+            return try Array(string.utf8).withUnsafeBytes(body)
+        }
+    }
+}
