@@ -59,7 +59,7 @@ package struct Transaction: ~Copyable {
         try withValue(database, key: .array(key), body)
     }
 
-    /// ``withValue(_:key:_:)-(_,[UInt8],_)`` for a key lent in place.
+    /// `withValue(_:key:_:)` for a key lent in place.
     @discardableResult
     package func withValue(
         _ database: Database, key: LMDBBytes, _ body: (UnsafeRawBufferPointer) throws -> Void
@@ -192,7 +192,7 @@ package struct Transaction: ~Copyable {
         try put(database, key: .array(key), value: .array(value), flags: flags)
     }
 
-    /// ``put(_:key:value:flags:)-(_,[UInt8],[UInt8],_)`` for a key and value lent in place.
+    /// `put(_:key:value:flags:)` for a key and a value lent in place.
     package func put(_ database: Database, key: LMDBBytes, value: LMDBBytes, flags: PutFlags = []) throws {
         let rc = key.withBytes { key in
             value.withBytes { value in
@@ -211,7 +211,7 @@ package struct Transaction: ~Copyable {
         try insert(database, key: .array(key), value: .array(value))
     }
 
-    /// ``insert(_:key:value:)-(_,[UInt8],[UInt8])`` for a key and value lent in place.
+    /// `insert(_:key:value:)` for a key and a value lent in place.
     package func insert(_ database: Database, key: LMDBBytes, value: LMDBBytes) throws -> Bool {
         do {
             try put(database, key: key, value: value, flags: .noOverwrite)
