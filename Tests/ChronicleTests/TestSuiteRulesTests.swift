@@ -75,6 +75,22 @@ struct TestSuiteRulesTests {
         #expect(found.isEmpty, "waits bounded by a guess rather than hangGuard: \(found)")
     }
 
+    /// `HTTPClient.shared` gives up on a response after 90 s without a byte: a deadline standing in
+    /// for speed. Under three suites at once, a push queued behind other clients' Argon2id
+    /// derivations waited longer and failed with `readTimeout`. Tests send through
+    /// `testHTTPClient`, whose read timeout is the hang guard.
+    @Test func noTestSendsThroughTheSharedHTTPClient() throws {
+        let shared = "HTTPClient" + ".shared."  // spelled apart, so this line is not a use
+        var found: [String] = []
+        for (path, text) in try Self.testFiles() {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains(shared) {
+                found.append("\(path):\(number + 1)")
+            }
+        }
+        #expect(found.isEmpty, "requests with a 90 s read timeout: \(found)")
+    }
+
     /// The number of top-level elements of an array literal whose opening bracket precedes
     /// `text`; nil when the literal does not close.
     static func topLevelElements(of text: Substring) -> Int? {

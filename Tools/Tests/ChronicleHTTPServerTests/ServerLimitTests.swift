@@ -191,7 +191,7 @@ struct ServerLimitTests {
                 continuation.finish()
             }
             request.body = .stream(chunks, length: .unknown)
-            let response = try await HTTPClient.shared.execute(request, timeout: requestHangGuard)
+            let response = try await testHTTPClient.execute(request, timeout: requestHangGuard)
             #expect(response.status.code == 413)
         }
     }

@@ -26,7 +26,7 @@ extension HubTests {
                 continuation.finish()
             }
             request.body = .stream(chunks, length: .unknown)
-            let response = try await HTTPClient.shared.execute(request, timeout: requestHangGuard)
+            let response = try await testHTTPClient.execute(request, timeout: requestHangGuard)
             #expect(response.status.code == 413)
             for (name, value) in [("max", "abc"), ("wait", "soon")] {
                 let url = hub.urls[0].appendingPathComponent("v1/range").appending(queryItems: [.init(name: "after", value: "0"), .init(name: name, value: value)])
