@@ -13,8 +13,8 @@ package enum LMDBBytes {
     case bigEndian(UInt64)
     /// A string's UTF-8 bytes (a view's key: a key's name), lent from the string's storage.
     case utf8(String)
-    /// `prefix` followed by `value`'s eight big-endian bytes (a dot: an origin and a counter),
-    /// composed on the stack.
+    /// `prefix` followed by `value`'s eight big-endian bytes, composed on the stack: a dot's key
+    /// (`Event.dot`, an origin and a counter) without its array.
     case prefixed([UInt8], bigEndian: UInt64)
 
     /// Calls `body` with the bytes; the buffer is valid only during `body`.

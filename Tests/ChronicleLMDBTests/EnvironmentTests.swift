@@ -43,7 +43,8 @@ struct EnvironmentTests {
     }
 
     /// Bytes lent in place are the bytes an array would hold: a sequence big-endian (so LMDB sorts
-    /// it like the number, and `.append` accepts it after a smaller one), a name as its UTF-8.
+    /// it like the number, and `.append` accepts it after a smaller one), a name as its UTF-8, a
+    /// prefix followed by a big-endian integer (a dot).
     @Test func bytesLentInPlaceAreTheArraysBytes() throws {
         try withTemporaryDirectory { path in
             let env = try Environment(path: path)
@@ -53,7 +54,9 @@ struct EnvironmentTests {
                 try txn.put(db, key: .bigEndian(256), value: .array([7]), flags: .append)
                 #expect(try txn.insert(db, key: .bigEndian(256), value: .bigEndian(1)) == false)
                 #expect(try txn.insert(db, key: .utf8("k"), value: .bigEndian(0x0102_0304_0506_0708)))
+                try txn.put(db, key: .prefixed([9, 9], bigEndian: 3), value: .prefixed([], bigEndian: 4))
             }
+            #expect(try env.read { try $0.get(db, key: [9, 9, 0, 0, 0, 0, 0, 0, 0, 3]) } == [0, 0, 0, 0, 0, 0, 0, 4])
             #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 0, 255]) } == Array("naïve".utf8))
             #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 1, 0]) } == [7])
             #expect(try env.read { try $0.get(db, key: Array("k".utf8)) } == [1, 2, 3, 4, 5, 6, 7, 8])

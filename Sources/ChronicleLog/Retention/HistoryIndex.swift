@@ -43,7 +43,7 @@ extension HistoryIndex {
         var before: UInt64?
         var malformed = false
         try txn.withValue(dbs.latest, key: name) { last in
-            before = last.count == 8 ? last.loadUnaligned(as: UInt64.self).bigEndian : nil
+            before = last.count == 8 ? UInt64(bigEndian: last.loadUnaligned(as: UInt64.self)) : nil
             malformed = before.map { $0 == 0 || $0 >= sequence } ?? true
         }
         if malformed {
