@@ -11,9 +11,9 @@ struct AdoptionTests {
             func roundTrip<V: Codable & Sendable & Equatable>(_ value: V, _ kind: ValueKind? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
                 let key = Key<V?>("round.\(UUID().uuidString)")
                 try store.set(value, for: key)
-                let printed = try #require(try store.currentValueJSON(forKeyNamed: key.name))
+                let printed = try #require(try KeysByName(store).currentValueJSON(forKeyNamed: key.name))
                 try store.remove(key)
-                try store.setValue(fromText: printed, forKeyNamed: key.name, as: kind)
+                try KeysByName(store).setValue(fromText: printed, forKeyNamed: key.name, as: kind)
                 #expect(try store.value(for: key) == value, "\(V.self) printed as \(printed)", sourceLocation: sourceLocation)
             }
             for kind in [nil, ValueKind.date] { try roundTrip(Date(timeIntervalSinceReferenceDate: 123_456.25), kind) }

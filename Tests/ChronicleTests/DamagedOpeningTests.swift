@@ -181,7 +181,7 @@ struct DamagedOpeningTests {
         }) { directory, before in
             let target = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: target) }
-            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            let report = try StoreSalvage.copyWhatVerifies(of: directory, into: target, configuration: passphraseConfiguration("owner"))
             #expect(!report.finding.isSound)
             #expect(report.finding.firstProblem.map { "\($0)" }?.contains("chain.key") == true)
             #expect(try Data(contentsOf: directory.appendingPathComponent("data.mdb")) == before, "the salvage wrote to the damaged store")
@@ -207,7 +207,7 @@ struct DamagedOpeningTests {
         }) { directory, _ in
             let target = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: target) }
-            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            let report = try StoreSalvage.copyWhatVerifies(of: directory, into: target, configuration: passphraseConfiguration("owner"))
             let bad = try #require(report.finding.firstBadSequence)
             #expect(report.copiedThrough == bad - 1)
             #expect(try report.copy.verify().isSound)
@@ -290,7 +290,7 @@ struct DamagedOpeningTests {
         try withDamagedMemberStore({ store in try rechainWithoutKey(store) }) { directory, _ in
             let target = temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: target) }
-            let report = try Store.salvage(directory: directory, into: target, configuration: passphraseConfiguration("owner"))
+            let report = try StoreSalvage.copyWhatVerifies(of: directory, into: target, configuration: passphraseConfiguration("owner"))
             #expect(!report.finding.isSound)
             #expect(report.copiedThrough == 0)
             #expect(report.copy[Self.value] == "")

@@ -254,7 +254,7 @@ struct MigrationTests {
             try a.importValues(from: defaults, keys: [local])
             try a.importValues(from: defaults, names: ["by.name"])
             try a.set(1, for: Key<Int>("declared.plainly", default: 0))
-            try a.setValue(fromText: "from the tool", forKeyNamed: "tool.key")
+            try KeysByName(a).setValue(fromText: "from the tool", forKeyNamed: "tool.key")
             #expect(try a.logEntries().allSatisfy { $0.policy == .never })
             let report = try await Replicator(store: a, peers: [.store(b)]).sync()
             #expect(report.sent == 0)

@@ -132,7 +132,7 @@ struct RetentionTamperTests {
         try withTemporaryStore { store, _ in
             let audited = Key<String>("attack.declared.tool", default: "", retention: .forever)
             for value in 1...150 { try store.set("v\(value)", for: audited) }
-            try store.setValue(fromText: "from the tool", forKeyNamed: audited.name)  // `chronicle set`
+            try KeysByName(store).setValue(fromText: "from the tool", forKeyNamed: audited.name)  // `chronicle set`
             _ = try store.applyRetention()
             let kept = try store.history(of: audited).count
             #expect(kept == 151, "a key declared .forever kept \(kept) of 151 revisions after `chronicle set`")

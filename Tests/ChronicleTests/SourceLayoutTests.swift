@@ -102,13 +102,19 @@ struct SourceLayoutTests {
     }
 
     /// A type's declaration and extensions, summed over its module: no type spans more than 800
-    /// lines, a few more than a reader holds in mind at once. `Store`, the public facade (its
-    /// extensions are the API, one file a topic), is larger and may not grow. Counted from a
-    /// declaration at the file's top level to its closing brace.
+    /// lines, a few more than a reader holds in mind at once. Counted from a declaration at the
+    /// file's top level to its closing brace.
+    ///
+    /// `Store`, the public facade, is the one exception, and only for its DocC: its code (lines
+    /// that are neither comments nor blank) stays under 800 like any type's, the work behind it
+    /// lives in parts (`ValueMigration`, `LogCopy`, `StoreSalvage`, `KeysByName` for the tools), and
+    /// its whole span, the reference an app developer reads on each declaration, may not grow.
+    /// Moving public API off `Store` to meet the count would cost what `store.` completion finds.
     @Test func noTypeSpansOver800Lines() throws {
         let declaration = try Regex(#"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|private|fileprivate|internal|final)\s+)*(?:class|struct|enum|actor|extension)\s+([A-Za-z_]\w*)"#)
-        let allowed = ["Chronicle.Store": 1_680]
+        let allowed = ["Chronicle.Store": 1_400]
         var spans: [String: Int] = [:]
+        var storeCode = 0
         for directory in ["Sources", "Tools/Sources", "CLI/Sources"] {
             for file in try Self.swiftFiles(under: directory) {
                 let module = file.dropFirst(directory.count + 1).split(separator: "/").first.map(String.init) ?? ""
@@ -124,12 +130,19 @@ struct SourceLayoutTests {
                         while end < lines.count, lines[end] != "}" { end += 1 }
                     }
                     spans["\(module).\(name)", default: 0] += end - index + 1
+                    if module == "Chronicle", name == "Store" {
+                        storeCode += lines[index...min(end, lines.count - 1)].filter { line in
+                            let text = line.trimmingCharacters(in: .whitespaces)
+                            return !text.isEmpty && !text.hasPrefix("//")
+                        }.count
+                    }
                     index = end + 1
                 }
             }
         }
         let long = spans.filter { $0.value > (allowed[$0.key] ?? 800) }.map { "\($0.key): \($0.value) lines" }
         #expect(long.isEmpty, "split these types (a part that owns its state, as KeyEncryptionKeys did for Keyring): \(long)")
+        #expect(storeCode > 0 && storeCode <= 800, "Store's code (comments and blank lines aside): \(storeCode) lines; move the work behind an operation into a part")
         #expect(spans["Chronicle.Keyring"].map { $0 <= 800 } ?? false, "Keyring: \(spans["Chronicle.Keyring"] ?? 0) lines")
     }
 }

@@ -76,9 +76,9 @@ extension ValueTypeTests {
         try withTemporaryStore { store, _ throws in
             let key = Key<Date?>("when", sync: .automaticSmall)
             try store.set(Date(timeIntervalSinceReferenceDate: interval), for: key)
-            let printed = try #require(try store.currentValueJSON(forKeyNamed: key.name))
+            let printed = try #require(try KeysByName(store).currentValueJSON(forKeyNamed: key.name))
             #expect(try store.logEntries().last?.valueJSON == printed)
-            try store.setValue(fromText: printed, forKeyNamed: key.name, as: .date)
+            try KeysByName(store).setValue(fromText: printed, forKeyNamed: key.name, as: .date)
         }
     }
 }

@@ -51,7 +51,7 @@ extension Store {
         /// open that sets none applies the app's. `nil` (the default): the one the store
         /// remembers, else ``Retention/standard``, the newest 100.
         public var retention: Retention?
-        /// Opened by ``Store/salvage(directory:into:configuration:)``: no refusal, no maintenance,
+        /// Opened by ``StoreSalvage/copyWhatVerifies(of:into:configuration:)``: no refusal, no maintenance,
         /// no key made (a snapshot of a damaged store, never the store itself).
         var salvage = false
 

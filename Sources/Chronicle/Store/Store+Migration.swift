@@ -36,7 +36,8 @@ extension Store {
     public func importValues(
         from defaults: UserDefaults, names: [String], policy: SyncPolicy = .never
     ) throws(ChronicleError) -> Int {
-        try importValues(from: defaults, names: names.map { ($0, policy) })
+        let migration = ValueMigration(store: self)
+        return try migration.importValues(migration.values(in: defaults, names: names.map { ($0, policy) }))
     }
 
     /// Imports the values the keys' names hold in `defaults`, like
@@ -48,18 +49,8 @@ extension Store {
     /// - Returns: the number of events written.
     @discardableResult
     public func importValues(from defaults: UserDefaults, keys: [AnyKey]) throws(ChronicleError) -> Int {
-        try importValues(from: defaults, names: keys.filter { $0.domain == .defaults }.map { ($0.name, $0.sync) })
-    }
-
-    private func importValues(from defaults: UserDefaults, names: [(String, SyncPolicy)]) throws(ChronicleError) -> Int {
-        let registered = defaults.volatileDomain(forName: UserDefaults.registrationDomain)
-        var values: [(String, Any, SyncPolicy)] = []
-        for (name, policy) in names {
-            guard let value = defaults.object(forKey: name) else { continue }
-            if let registeredValue = registered[name], defaults.isRegisteredDefault(value, registered: registeredValue) { continue }
-            values.append((name, value, policy))
-        }
-        return try importValues(values)
+        let migration = ValueMigration(store: self)
+        return try migration.importValues(migration.values(in: defaults, names: keys.filter { $0.domain == .defaults }.map { ($0.name, $0.sync) }))
     }
 
     /// Imports the top-level values of a property list file (XML or binary, as UserDefaults
@@ -84,63 +75,8 @@ extension Store {
     public func importPropertyList(
         at url: URL, names: [String]? = nil, policy: SyncPolicy = .never, progress: ((Int, Int) -> Void)? = nil
     ) throws(ChronicleError) -> Int {
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw .io(path: url.path, reason: "cannot read the property list (\(ValueCoder.describe(error)))")
-        }
-        let object: Any
-        do { object = try PropertyListSerialization.propertyList(from: data, format: nil) } catch {
-            throw .malformedInput("\(url.lastPathComponent) is not a property list")
-        }
-        guard let dictionary = PropertyListValue.dictionary(object) else {
-            throw .malformedInput("\(url.lastPathComponent) does not hold a dictionary at its top level")
-        }
-        let selected = names.map { names in names.compactMap { name in dictionary[name].map { (name, $0, policy) } } }
-            ?? dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value, policy) }
-        return try importValues(selected, progress: progress)
-    }
-
-    private func importValues(_ values: [(String, Any, SyncPolicy)], progress: ((Int, Int) -> Void)? = nil) throws(ChronicleError) -> Int {
-        let eventLog = try settledEventLog
-        for _ in 0..<64 {
-            let changes = try importChanges(values, eventLog, progress: progress)
-            do {
-                if !changes.isEmpty { _ = try eventLog.commit(try prepared(changes)) }
-                progress?(values.count, values.count)
-                return changes.count
-            } catch is StaleRead {
-                continue  // a key was written between the check and the commit: it is held now
-            } catch {
-                throw ChronicleError.wrap(error)
-            }
-        }
-        throw .storeUnavailable(reason: "the imported keys kept changing during the import; try again")
-    }
-
-    /// The set events of an import: the values of keys this store has never held.
-    private func importChanges(
-        _ values: [(String, Any, SyncPolicy)], _ eventLog: EventLog, progress: ((Int, Int) -> Void)?
-    ) throws(ChronicleError) -> [PendingChange] {
-        var changes: [PendingChange] = []
-        for (index, (name, value, policy)) in values.enumerated() {
-            if index % 1_024 == 0 { progress?(index, values.count) }
-            try AnyKey.validate(name: name)
-            guard let (encoding, payload) = PropertyListValue.encode(value) else {
-                throw .invalidArgument("the value of \(name) is not a property list value (\(type(of: value)))")
-            }
-            guard payload.count <= configuration.maxValueSize else {
-                throw .valueTooLarge(key: name, size: payload.count, limit: configuration.maxValueSize)
-            }
-            // Held here before (imported, set or removed): an import never overwrites the user.
-            guard try mappingErrors({ try eventLog.entry(.defaults, name) }) == nil else { continue }
-            var change = PendingChange(
-                domain: .defaults, key: name, policy: policy, op: .set, encoding: encoding.rawValue, payload: payload,
-                sealer: try sealer(for: .defaults))
-            change.stamp = .imported
-            change.expectedOrder = .some(nil)  // still never held when it commits (another process, an import of a peer's range)
-            changes.append(change)
-        }
-        return changes
+        let migration = ValueMigration(store: self)
+        return try migration.importValues(try migration.propertyListValues(at: url, names: names, policy: policy), progress: progress)
     }
 
     /// Renames a key as events: a set of the new name to the old name's value and a remove of
@@ -157,171 +93,6 @@ extension Store {
     /// - Returns: whether anything was written.
     @discardableResult
     public func renameKey(from oldName: String, to newName: String, in domain: Domain = .defaults) throws(ChronicleError) -> Bool {
-        try AnyKey.validate(name: oldName)
-        try AnyKey.validate(name: newName)
-        // By their bytes: one spelling of a name renames to a canonically equivalent other (the
-        // repair after a peer wrote the other spelling), which `String`'s `!=` calls the same.
-        guard KeyName(oldName) != KeyName(newName) else { throw .invalidArgument("a key cannot be renamed to its own name") }
-        // The entries are read under the lock that orders local writes, so no local write lands
-        // between the read and the commit; a change of another writer (an import, another
-        // process) in between fails the commit (expected orders), and the rename reads again.
-        let eventLog = try eventLog
-        for _ in 0..<64 {
-            do {
-                let committed = try eventLog.commitVisibly { entry throws(ChronicleError) -> [PendingChange] in
-                    guard let old = try mappingErrors({ try entry(domain, oldName) }), old.entry.op == .set else { return [] }
-                    let target = try mappingErrors { try entry(domain, newName) }
-                    let oldKey = AnyKey(name: oldName, domain: domain, sync: old.entry.policy, formerNames: [])
-                    var changes: [PendingChange] = []
-                    if !Self.isNewer(target, than: old) {
-                        // Never wider than either name's policy: a rename moves no value off a device.
-                        let policy = target.map { min(old.entry.policy, $0.entry.policy) } ?? old.entry.policy
-                        var set = PendingChange(
-                            domain: domain, key: newName, policy: policy, op: .set, encoding: old.entry.encoding,
-                            payload: try openPayload(old.entry, key: oldKey), sealer: try sealer(for: domain))
-                        if target?.ticket == nil { set.expectedOrder = .some(target?.entry.order) }
-                        // The value keeps its time: a renamed import still loses to a real change of
-                        // the new name made anywhere (a queued value has no time yet: it takes the clock's).
-                        if old.ticket == nil { set.stamp = old.entry.hlc }
-                        changes.append(set)
-                    }
-                    var remove = try removal(of: oldKey)
-                    if old.ticket == nil { remove.expectedOrder = .some(old.entry.order) }
-                    changes.append(remove)
-                    return try prepared(changes)
-                }
-                return committed != nil
-            } catch is StaleRead {
-                continue  // another writer's change landed between the read and the commit: read again
-            } catch {
-                throw ChronicleError.wrap(error)
-            }
-        }
-        throw .storeUnavailable(reason: "the key kept changing while it was renamed; try again")
-    }
-}
-
-extension Store {
-    /// Whether `target` holds a set newer than `old`: queued local changes are newer than
-    /// committed entries and than the changes queued before them; committed ones compare on the clock.
-    fileprivate static func isNewer(_ target: VisibleEntry?, than old: VisibleEntry) -> Bool {
-        guard let target, target.entry.op == .set else { return false }
-        switch (target.ticket, old.ticket) {
-        case let (targetTicket?, oldTicket?): return targetTicket > oldTicket
-        case (.some, nil): return true
-        case (nil, .some): return false
-        case (nil, nil): return target.entry.order > old.entry.order
-        }
-    }
-}
-
-/// Property list values (as `PropertyListSerialization` and `UserDefaults` hand them out) as
-/// Chronicle payloads.
-enum PropertyListValue {
-    /// The payload a typed key of the value's type reads: primitives on the binary fast path,
-    /// arrays and dictionaries as JSON in the layout `JSONDecoder` expects (dates as seconds
-    /// since 2001, data as base64, non-finite numbers as strings).
-    static func encode(_ value: Any) -> (ValueEncoding, [UInt8])? {
-        guard let value = unwrapped(value) else { return nil }
-        if let number = nsNumber(value) { return scalar(number) }
-        if value is [Any] || dictionary(value) != nil {
-            guard let json = jsonObject(value),
-                let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])
-            else { return nil }
-            return (.json, Array(data))
-        }
-        return ValueCoder.encodePrimitive(value)
-    }
-
-    /// A dictionary with string keys, whichever bridged form it arrives in.
-    static func dictionary(_ value: Any) -> [String: Any]? {
-        if let dictionary = value as? [String: Any] { return dictionary }
-        guard let bridged = value as? [AnyHashable: Any] else { return nil }
-        var result: [String: Any] = [:]
-        for (key, value) in bridged {
-            guard let key = key.base as? String else { return nil }
-            result[key] = value
-        }
-        return result
-    }
-
-    /// A number object as parsed from a property list: its kind is in its Objective-C type code
-    /// (`c` for the booleans). A Swift number (`UserDefaults` in this process) is no object.
-    private static func nsNumber(_ value: Any) -> NSNumber? {
-        guard type(of: value) is NSNumber.Type else { return nil }
-        return value as? NSNumber
-    }
-
-    private static func scalar(_ number: NSNumber) -> (ValueEncoding, [UInt8]) {
-        #if canImport(Darwin)
-        // On Apple platforms an Int8 has the type code `c` too; only the CFBoolean singletons are flags.
-        if CFGetTypeID(number) == CFBooleanGetTypeID() { return (.bool, [number.boolValue ? 1 : 0]) }
-        if String(cString: number.objCType) == "c" { return (.int, number.int64Value.bigEndianBytes) }
-        #endif
-        switch String(cString: number.objCType) {
-        case "c", "B": return (.bool, [number.boolValue ? 1 : 0])
-        case "f", "d": return (.double, number.doubleValue.bitPattern.bigEndianBytes)
-        case "C", "S", "I", "L", "Q": return (.uint, number.uint64Value.bigEndianBytes)
-        default: return (.int, number.int64Value.bigEndianBytes)
-        }
-    }
-
-    /// The value inside any optionals (bridged arrays hold `Optional<Any>` elements), or `nil`.
-    private static func unwrapped(_ value: Any) -> Any? {
-        let mirror = Mirror(reflecting: value)
-        guard mirror.displayStyle == .optional else { return value }
-        guard let wrapped = mirror.children.first?.value else { return nil }
-        return unwrapped(wrapped)
-    }
-
-    private static func jsonObject(_ value: Any) -> Any? {
-        guard let value = unwrapped(value) else { return nil }
-        if let number = nsNumber(value) {
-            switch scalar(number).0 {
-            case .bool: return number.boolValue
-            case .double: return jsonNumber(number.doubleValue)
-            default: return number
-            }
-        }
-        switch value {
-        case let bool as Bool where type(of: value) == Bool.self: return bool
-        case is Int, is Int64, is Int32, is Int16, is Int8, is UInt, is UInt64, is UInt32, is UInt16, is UInt8: return value
-        case let double as Double: return jsonNumber(double)
-        case let float as Float: return jsonNumber(Double(float))
-        case let string as String: return string
-        case let date as Date: return jsonNumber(date.timeIntervalSinceReferenceDate)
-        case let data as Data: return data.base64EncodedString()
-        case let url as URL: return url.absoluteString
-        case let array as [Any]:
-            var result: [Any] = []
-            for element in array {
-                guard let json = jsonObject(element) else { return nil }
-                result.append(json)
-            }
-            return result
-        default:
-            guard let dictionary = dictionary(value) else { return nil }
-            var result: [String: Any] = [:]
-            for (key, element) in dictionary {
-                guard let json = jsonObject(element) else { return nil }
-                result[key] = json
-            }
-            return result
-        }
-    }
-
-    private static func jsonNumber(_ value: Double) -> Any {
-        guard !value.isFinite else { return value }
-        if value.isNaN { return ValueCoder.nonFiniteStrings.nan }
-        return value < 0 ? ValueCoder.nonFiniteStrings.negativeInfinity : ValueCoder.nonFiniteStrings.positiveInfinity
-    }
-}
-
-extension UserDefaults {
-    /// Whether `value` (what `object(forKey:)` returned) is only the registered default
-    /// `registered`: equal to it as a property list value.
-    fileprivate func isRegisteredDefault(_ value: Any, registered: Any) -> Bool {
-        guard let a = PropertyListValue.encode(registered), let b = PropertyListValue.encode(value) else { return false }
-        return a == b
+        try ValueMigration(store: self).rename(from: oldName, to: newName, in: domain)
     }
 }

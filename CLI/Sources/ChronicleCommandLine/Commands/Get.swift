@@ -21,8 +21,8 @@ extension EverydayCommands {
 
         func run() throws {
             let store = try options.openExisting()
-            guard let json = try store.currentValueJSON(forKeyNamed: key, secret: secret) else {
-                if !secret, try store.hasSecret(named: key) {
+            guard let json = try KeysByName(store).currentValueJSON(forKeyNamed: key, secret: secret) else {
+                if !secret, try KeysByName(store).hasSecret(named: key) {
                     printError("\(terminalSafe(key)): no plain value; it is a secret: `chronicle get --secret \(terminalSafe(key))` prints it")
                 } else {
                     printError("\(terminalSafe(key)): no \(secret ? "secret" : "value")")

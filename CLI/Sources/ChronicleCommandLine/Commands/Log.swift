@@ -42,7 +42,7 @@ extension EverydayCommands {
             let first = max(1, since.flatMap(UInt64.init) ?? 1)
             let last = until.flatMap(UInt64.init) ?? .max
             if let key {
-                for entry in try store.logEntries(ofKeyNamed: key) where (first...last).contains(entry.sequence) { emit(entry) }
+                for entry in try KeysByName(store).logEntries(ofKeyNamed: key) where (first...last).contains(entry.sequence) { emit(entry) }
                 return
             }
             var cursor = first - 1

@@ -17,7 +17,7 @@ extension EverydayCommands {
         @Flag(help: "Remove the secret of this name.") var secret = false
 
         func run() throws {
-            guard try options.openExisting().removeValue(forKeyNamed: key, secret: secret) else {
+            guard try KeysByName(options.openExisting()).removeValue(forKeyNamed: key, secret: secret) else {
                 printError("\(terminalSafe(key)): no value here; nothing removed")
                 throw ExitCode.noSuchKey
             }

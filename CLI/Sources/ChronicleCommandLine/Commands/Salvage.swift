@@ -25,8 +25,8 @@ extension EverydayCommands {
             guard FileManager.default.fileExists(atPath: options.directory.appendingPathComponent("data.mdb").path) else {
                 throw ChronicleError.invalidArgument("there is no store at \(options.directory.path)")
             }
-            let report = try Store.salvage(
-                directory: options.directory, into: URL(fileURLWithPath: into, isDirectory: true), configuration: try options.configuration())
+            let report = try StoreSalvage.copyWhatVerifies(
+                of: options.directory, into: URL(fileURLWithPath: into, isDirectory: true), configuration: try options.configuration())
             if report.finding.isSound {
                 print("the store verifies: nothing to salvage beyond a copy")
             } else {

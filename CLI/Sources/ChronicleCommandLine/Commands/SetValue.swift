@@ -54,7 +54,7 @@ extension EverydayCommands {
                 if text.hasSuffix("\n") { text.removeLast() }  // the newline `echo` or a file adds
             }
             let policy = SyncPolicy.allCases.first { $0.description == sync }
-            try options.open().setValue(fromText: text, forKeyNamed: key, as: type, policy: policy, secret: secret)
+            try KeysByName(options.open()).setValue(fromText: text, forKeyNamed: key, as: type, policy: policy, secret: secret)
         }
     }
 }
