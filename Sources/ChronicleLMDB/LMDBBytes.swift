@@ -13,9 +13,9 @@ package enum LMDBBytes {
     case bigEndian(UInt64)
     /// A string's UTF-8 bytes (a view's key: a key's name), lent from the string's storage.
     case utf8(String)
-    /// `prefix` followed by `value`'s eight big-endian bytes, composed on the stack: a dot's key
-    /// (`Event.dot`, an origin and a counter) without its array.
-    case prefixed([UInt8], bigEndian: UInt64)
+    /// Three unsigned 64-bit integers' big-endian bytes in a row (24 bytes), composed on the
+    /// stack: a dot's key (`Event.dot`: an origin's two halves, then a counter) without its array.
+    case bigEndianWords(UInt64, UInt64, UInt64)
 
     /// Calls `body` with the bytes; the buffer is valid only during `body`.
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -30,12 +30,8 @@ package enum LMDBBytes {
                 return result
             }
             return try Array(string.utf8).withUnsafeBytes(body)
-        case .prefixed(let prefix, let value):
-            return try withUnsafeTemporaryAllocation(byteCount: prefix.count + 8, alignment: 1) { buffer in
-                prefix.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                buffer.storeBytes(of: value.bigEndian, toByteOffset: prefix.count, as: UInt64.self)
-                return try body(UnsafeRawBufferPointer(buffer))
-            }
+        case .bigEndianWords(let first, let second, let third):
+            return try withUnsafeBytes(of: (first.bigEndian, second.bigEndian, third.bigEndian)) { try body($0) }
         }
     }
 }

@@ -54,9 +54,9 @@ struct EnvironmentTests {
                 try txn.put(db, key: .bigEndian(256), value: .array([7]), flags: .append)
                 #expect(try txn.insert(db, key: .bigEndian(256), value: .bigEndian(1)) == false)
                 #expect(try txn.insert(db, key: .utf8("k"), value: .bigEndian(0x0102_0304_0506_0708)))
-                try txn.put(db, key: .prefixed([9, 9], bigEndian: 3), value: .prefixed([], bigEndian: 4))
+                try txn.put(db, key: .bigEndianWords(9, 0x0A0B, 3), value: .bigEndian(4))
             }
-            #expect(try env.read { try $0.get(db, key: [9, 9, 0, 0, 0, 0, 0, 0, 0, 3]) } == [0, 0, 0, 0, 0, 0, 0, 4])
+            #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0x0A, 0x0B, 0, 0, 0, 0, 0, 0, 0, 3]) } == [0, 0, 0, 0, 0, 0, 0, 4])
             #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 0, 255]) } == Array("naïve".utf8))
             #expect(try env.read { try $0.get(db, key: [0, 0, 0, 0, 0, 0, 1, 0]) } == [7])
             #expect(try env.read { try $0.get(db, key: Array("k".utf8)) } == [1, 2, 3, 4, 5, 6, 7, 8])

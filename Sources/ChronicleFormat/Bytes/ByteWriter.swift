@@ -9,6 +9,11 @@ package struct ByteWriter {
     package mutating func u32(_ value: UInt32) { appendBigEndian(value) }
     package mutating func u64(_ value: UInt64) { appendBigEndian(value) }
     package mutating func raw(_ value: [UInt8]) { bytes += value }
+    /// A replica id's 16 bytes, written from its halves (no array of them first).
+    package mutating func replicaID(_ id: ReplicaID) {
+        u64(id.high)
+        u64(id.low)
+    }
     package mutating func raw(_ value: UnsafeRawBufferPointer) { bytes += value }
 
     /// A field of at most 255 bytes, prefixed with its length as one byte.

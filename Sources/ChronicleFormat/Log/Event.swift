@@ -127,9 +127,9 @@ package struct Event: Sendable, Equatable {
     private func authenticatedPrefix(keyID: KeyID?) -> ByteWriter {
         var writer = ByteWriter(capacity: 120 + key.utf8.count + payload.count)
         writer.u8(Self.formatVersion)
-        writer.raw(origin.bytes)
+        writer.replicaID(origin)
         writer.u64(counter)
-        writer.raw(replica.bytes)
+        writer.replicaID(replica)
         writer.u64(hlc.rawValue)
         writer.u8(domain.rawValue)
         writer.u8(op.rawValue)

@@ -70,7 +70,7 @@ package struct ViewEntry: Sendable, Equatable {
     package static func order(of bytes: UnsafeRawBufferPointer) -> ConflictOrder? {
         guard bytes.count >= 33, bytes[0] == 1 || bytes[0] == version else { return nil }
         func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[offset + $1]) } }
-        guard let origin = ReplicaID(bytes: Array(bytes[9..<25])) else { return nil }
+        guard let origin = ReplicaID(UnsafeRawBufferPointer(rebasing: bytes[9..<25])) else { return nil }
         return ConflictOrder(hlc: HLC(rawValue: u64(1)), origin: origin, counter: u64(25))
     }
 
@@ -78,7 +78,7 @@ package struct ViewEntry: Sendable, Equatable {
         var writer = ByteWriter(capacity: 65 + payload.count)
         writer.u8(Self.version)
         writer.u64(hlc.rawValue)
-        writer.raw(origin.bytes)
+        writer.replicaID(origin)
         writer.u64(counter)
         writer.u64(sequence)
         writer.u8(op.rawValue)
@@ -86,7 +86,7 @@ package struct ViewEntry: Sendable, Equatable {
         writer.u8(encoding)
         writer.u8(sealed ? 1 : 0)
         writer.longField(payload)
-        writer.raw(replica.bytes)
+        writer.replicaID(replica)
         return writer.bytes
     }
 

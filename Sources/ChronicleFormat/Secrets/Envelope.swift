@@ -53,7 +53,7 @@ package struct Envelope: Sendable {
     ) -> [UInt8] {
         var writer = ByteWriter(capacity: 96 + key.utf8.count)
         writer.raw(Array("chronicle.seal.v1".utf8))
-        writer.raw(origin.bytes)
+        writer.replicaID(origin)
         writer.u64(counter)
         writer.u64(hlc.rawValue)
         writer.u8(domain.rawValue)

@@ -48,7 +48,7 @@ public struct EventIdentity: Sendable, Hashable, CustomStringConvertible {
         writer.u8(1)
         writer.u16(UInt16(clamping: identities.count))
         for identity in identities.prefix(Int(UInt16.max)) {
-            writer.raw(identity.writer.bytes)
+            writer.replicaID(identity.writer)
             writer.u64(identity.counter)
         }
         return writer.bytes

@@ -307,7 +307,7 @@ extension EventLog {
         historyPrefix: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
         let sequence = try appendRecord(.event, body: encoded ?? event.encoded(), key: try head.chainKey(chainKeys), txn, &head)
-        guard try txn.insert(dbs.dots, key: .prefixed(event.origin.bytes, bigEndian: event.counter), value: .bigEndian(sequence)) else {
+        guard try txn.insert(dbs.dots, key: .bigEndianWords(event.origin.high, event.origin.low, event.counter), value: .bigEndian(sequence)) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
         let prefix = historyPrefix ?? HistoryKey.prefix(domain: event.domain, name: event.key)
