@@ -10,10 +10,23 @@ package struct ByteWriter {
     package mutating func u64(_ value: UInt64) { appendBigEndian(value) }
     package mutating func raw(_ value: [UInt8]) { bytes += value }
     /// A replica id's 16 bytes, written from its halves (no array of them first).
-    package mutating func replicaID(_ id: ReplicaID) {
-        u64(id.high)
-        u64(id.low)
+    package mutating func replicaID(_ id: ReplicaID) { fixedWidth(16) { $0.replicaID(id) } }
+
+    /// Appends `count` bytes (at most 64) that `fill` writes in place, all of them: the fixed
+    /// fields of a record at once, with one check of the array's capacity and uniqueness where
+    /// an append a byte costs one each (an event and its view entry have 15 such integers).
+    package mutating func fixedWidth(_ count: Int, _ fill: (inout FixedWidthFields) -> Void) {
+        precondition(count <= Self.zeros.count, "fixed-width run over 64 bytes")
+        let start = bytes.count
+        bytes.append(contentsOf: Self.zeros[..<count])
+        bytes.withUnsafeMutableBytes { raw in
+            var fields = FixedWidthFields(raw: UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + count)]))
+            fill(&fields)
+            precondition(fields.offset == count, "fixed-width run of \(count) bytes filled \(fields.offset)")  // a caller's miscount
+        }
     }
+
+    private static let zeros = [UInt8](repeating: 0, count: 64)
     package mutating func raw(_ value: UnsafeRawBufferPointer) { bytes += value }
 
     /// A field of at most 255 bytes, prefixed with its length as one byte.
@@ -51,5 +64,29 @@ package struct ByteWriter {
             bytes.append(UInt8(truncatingIfNeeded: value >> shift))
             shift -= 8
         }
+    }
+}
+
+/// The bytes of a ``ByteWriter/fixedWidth(_:_:)`` run, written in order: big-endian integers
+/// stored straight into the array's storage.
+package struct FixedWidthFields {
+    let raw: UnsafeMutableRawBufferPointer
+    private(set) var offset = 0
+
+    init(raw: UnsafeMutableRawBufferPointer) { self.raw = raw }
+
+    package mutating func u8(_ value: UInt8) {
+        raw[offset] = value
+        offset += 1
+    }
+
+    package mutating func u64(_ value: UInt64) {
+        raw.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
+        offset += 8
+    }
+
+    package mutating func replicaID(_ id: ReplicaID) {
+        u64(id.high)
+        u64(id.low)
     }
 }

@@ -126,16 +126,18 @@ package struct Event: Sendable, Equatable {
 
     private func authenticatedPrefix(keyID: KeyID?) -> ByteWriter {
         var writer = ByteWriter(capacity: 120 + key.utf8.count + payload.count)
-        writer.u8(Self.formatVersion)
-        writer.replicaID(origin)
-        writer.u64(counter)
-        writer.replicaID(replica)
-        writer.u64(hlc.rawValue)
-        writer.u8(domain.rawValue)
-        writer.u8(op.rawValue)
-        writer.u8(policy.rawValue)
-        writer.u8(encoding)
-        writer.u8(sealed ? 1 : 0)
+        writer.fixedWidth(54) { fields in
+            fields.u8(Self.formatVersion)
+            fields.replicaID(origin)
+            fields.u64(counter)
+            fields.replicaID(replica)
+            fields.u64(hlc.rawValue)
+            fields.u8(domain.rawValue)
+            fields.u8(op.rawValue)
+            fields.u8(policy.rawValue)
+            fields.u8(encoding)
+            fields.u8(sealed ? 1 : 0)
+        }
         writer.shortField(utf8: key.utf8)
         writer.longField(payload)
         if let keyID {

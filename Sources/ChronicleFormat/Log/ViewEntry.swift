@@ -76,15 +76,17 @@ package struct ViewEntry: Sendable, Equatable {
 
     package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 65 + payload.count)
-        writer.u8(Self.version)
-        writer.u64(hlc.rawValue)
-        writer.replicaID(origin)
-        writer.u64(counter)
-        writer.u64(sequence)
-        writer.u8(op.rawValue)
-        writer.u8(policy.rawValue)
-        writer.u8(encoding)
-        writer.u8(sealed ? 1 : 0)
+        writer.fixedWidth(45) { fields in
+            fields.u8(Self.version)
+            fields.u64(hlc.rawValue)
+            fields.replicaID(origin)
+            fields.u64(counter)
+            fields.u64(sequence)
+            fields.u8(op.rawValue)
+            fields.u8(policy.rawValue)
+            fields.u8(encoding)
+            fields.u8(sealed ? 1 : 0)
+        }
         writer.longField(payload)
         writer.replicaID(replica)
         return writer.bytes
