@@ -124,8 +124,23 @@ package struct Event: Sendable, Equatable {
     /// (or the kind byte 0 when `keyID` is `nil`).
     package func authenticatedBytes(keyID: KeyID?) -> [UInt8] { authenticatedPrefix(keyID: keyID).bytes }
 
+    /// This event's log record before its chain hash: the kind byte and the encoding, with room
+    /// for the hash (``LogRecord/chain(_:previous:sequence:key:)``), written once.
+    package func unchainedRecord() -> [UInt8] {
+        var writer = ByteWriter(capacity: 1 + 120 + key.utf8.count + payload.count + LogRecord.hashLength)
+        writer.u8(RecordKind.event.rawValue)
+        writePrefix(keyID: authenticator?.keyID, into: &writer)
+        authenticator?.tag.write(to: &writer)
+        return writer.bytes
+    }
+
     private func authenticatedPrefix(keyID: KeyID?) -> ByteWriter {
         var writer = ByteWriter(capacity: 120 + key.utf8.count + payload.count)
+        writePrefix(keyID: keyID, into: &writer)
+        return writer
+    }
+
+    private func writePrefix(keyID: KeyID?, into writer: inout ByteWriter) {
         writer.fixedWidth(54) { fields in
             fields.u8(Self.formatVersion)
             fields.replicaID(origin)
@@ -146,7 +161,6 @@ package struct Event: Sendable, Equatable {
         } else {
             writer.u8(0)
         }
-        return writer
     }
 
     // MARK: - Decoding

@@ -65,14 +65,55 @@ package struct LogRecord: Sendable {
         absorber.absorb(body)
     }
 
-    /// ``chainHash(previous:sequence:kind:body:key:into:)`` of arrays, as a new array. Hashed
-    /// into a stack buffer and copied: `Array(repeating:count:)` allocates through the standard
-    /// library's unspecialized generic path (see `appendingBigEndian`), once per record written.
+    /// The same bytes as above, the kind byte and the body side by side in one buffer.
+    private static func absorbRecord(
+        _ absorber: borrowing KeyedHash.Absorber, previous: UnsafeRawBufferPointer, sequence: UInt64, kindAndBody: UnsafeRawBufferPointer
+    ) {
+        absorber.absorb(previous)
+        withUnsafeBytes(of: sequence.bigEndian) { absorber.absorb($0) }
+        absorber.absorb(kindAndBody)
+    }
+
+    /// ``chainHash(previous:sequence:kind:body:key:into:)`` of arrays, as a new array (for tools
+    /// and tests that forge or check a record apart from the write path).
     package static func chainHash(previous: [UInt8], sequence: UInt64, kind: RecordKind, body: [UInt8], key: KeyedHash?) -> [UInt8] {
         withUnsafeTemporaryAllocation(byteCount: hashLength, alignment: 1) { hash in
             previous.withUnsafeBytes { previous in
                 body.withUnsafeBytes { body in chainHash(previous: previous, sequence: sequence, kind: kind, body: body, key: key, into: hash) }
             }
+            return Array(UnsafeRawBufferPointer(hash))
+        }
+    }
+
+    /// A record's first bytes, its kind and its body, with room for the chain hash that
+    /// ``chain(_:previous:sequence:key:)`` appends.
+    package static func unchained(_ kind: RecordKind, body: [UInt8]) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(1 + body.count + hashLength)
+        bytes.append(kind.rawValue)
+        bytes.append(contentsOf: body)
+        return bytes
+    }
+
+    /// Completes `record` (its kind byte and body, as ``unchained(_:body:)`` or
+    /// `Event.unchainedRecord()` writes them) with its chain hash, and returns the hash: the next
+    /// head's chain. The kind byte and the body lie side by side in `record`, so they are absorbed
+    /// as one part (``chainHash(previous:sequence:kind:body:key:into:)`` absorbs the same bytes).
+    /// Hashed into a stack buffer, then appended and copied once.
+    package static func chain(_ record: inout [UInt8], previous: [UInt8], sequence: UInt64, key: KeyedHash?) -> [UInt8] {
+        precondition(!record.isEmpty, "a record holds at least its kind byte")
+        return withUnsafeTemporaryAllocation(byteCount: hashLength, alignment: 1) { hash in
+            previous.withUnsafeBytes { previous in
+                record.withUnsafeBytes { record in
+                    // Trailing closures, as in chainHash: a closure value would allocate its context.
+                    if let key {
+                        key.hash(into: hash) { absorbRecord($0, previous: previous, sequence: sequence, kindAndBody: record) }
+                    } else {
+                        KeyedHash.unkeyed(into: hash) { absorbRecord($0, previous: previous, sequence: sequence, kindAndBody: record) }
+                    }
+                }
+            }
+            record.append(contentsOf: UnsafeRawBufferPointer(hash))
             return Array(UnsafeRawBufferPointer(hash))
         }
     }

@@ -220,7 +220,7 @@ package struct KeyRecords: Sendable {
 
     /// Appends the record that keys the chain from itself on with data key `id`'s chain subkey.
     func appendChainKeyRecord(_ id: KeyID, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
-        try log.appendRecord(.chainKey, body: id.bytes, key: try chainKeys.key(id), txn, &head)
+        try log.appendRecord(LogRecord.unchained(.chainKey, body: id.bytes), key: try chainKeys.key(id), txn, &head)
     }
 
     /// The largest key record of a newer build kept to relay (today's are about 140 bytes).

@@ -197,7 +197,7 @@ extension Compaction {
         // The anchor starts a new, unkeyed chain; a keyed log keys it again right after.
         head.sequence = 0
         head.chain = LogHead.empty.chain
-        try log.appendRecord(.anchor, body: anchor.encoded(), key: nil, txn, &head)
+        try log.appendRecord(LogRecord.unchained(.anchor, body: anchor.encoded()), key: nil, txn, &head)
         if let id = head.chainKeyID {
             try log.keyRecords.appendChainKeyRecord(id, txn, &head)
             try txn.put(log.dbs.meta, key: MetaKey.chainInLog, value: [1])

@@ -283,17 +283,15 @@ extension EventLog {
         case whenAppended
     }
 
-    /// Appends one record of `kind` at the head's next sequence, chained to the head's hash with
-    /// `key` (`nil`: unkeyed), and advances the head: the one place a record joins the chain.
-    /// - Returns: the record's sequence.
+    /// Appends `record` (its kind byte and body: ``LogRecord/unchained(_:body:)``) at the head's next
+    /// sequence, chained to the head's hash with `key` (`nil`: unkeyed), and advances the head: the
+    /// one place a record joins the chain. - Returns: the record's sequence.
     @discardableResult
-    package func appendRecord(
-        _ kind: RecordKind, body: [UInt8], key: KeyedHash?, _ txn: borrowing Transaction, _ head: inout LogHead
-    ) throws -> UInt64 {
-        head.sequence += 1
-        let hash = LogRecord.chainHash(previous: head.chain, sequence: head.sequence, kind: kind, body: body, key: key)
-        try txn.put(dbs.events, key: .bigEndian(head.sequence), value: .array(LogRecord(kind: kind, body: body, hash: hash).encoded()), flags: .append)
-        head.chain = hash
+    package func appendRecord(_ record: [UInt8], key: KeyedHash?, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> UInt64 {
+        var record = record
+        let hash = LogRecord.chain(&record, previous: head.chain, sequence: head.sequence + 1, key: key)
+        try txn.put(dbs.events, key: .bigEndian(head.sequence + 1), value: .array(record), flags: .append)
+        (head.sequence, head.chain) = (head.sequence + 1, hash)
         return head.sequence
     }
 
@@ -306,7 +304,7 @@ extension EventLog {
         _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil,
         historyPrefix: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
-        let sequence = try appendRecord(.event, body: encoded ?? event.encoded(), key: try head.chainKey(chainKeys), txn, &head)
+        let sequence = try appendRecord(encoded.map { LogRecord.unchained(.event, body: $0) } ?? event.unchainedRecord(), key: try head.chainKey(chainKeys), txn, &head)
         guard try txn.insert(dbs.dots, key: .bigEndianWords(event.origin.high, event.origin.low, event.counter), value: .bigEndian(sequence)) else {
             throw ChronicleError.corruptRecord(sequence: sequence, reason: "dot \(event.origin.short):\(event.counter) is already in the log")
         }
@@ -347,7 +345,7 @@ extension EventLog {
     package func appendOpaque(_ item: OpaqueEvent, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> Bool {
         let key = Self.opaqueKey(item.bytes)
         guard try txn.get(dbs.dots, key: key) == nil else { return false }
-        let sequence = try appendRecord(.opaque, body: item.bytes, key: try chainKeys.key(head.chainKeyID), txn, &head)
+        let sequence = try appendRecord(LogRecord.unchained(.opaque, body: item.bytes), key: try chainKeys.key(head.chainKeyID), txn, &head)
         try txn.put(dbs.dots, key: key, value: sequence.bigEndianBytes)
         return true
     }
