@@ -445,6 +445,28 @@ import Glibc
         #expect(store[Key<Int>("exit.n", default: 0)] >= before, "a change queued before exit() was lost")
     }
 
+    /// An exit whose store cannot commit (its write lock held for good by another thread, as by
+    /// a disk that stopped answering) still exits: the hook gives up once the committer has
+    /// finished no group for ten seconds, where waiting for commits to go on would wait forever.
+    /// The change it could not commit is not in the store; the one committed before is.
+    @Test func anExitWhoseCommitterIsStuckStillExits() async throws {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let directory = temporaryDirectory()
+            let store = try Store(directory: directory)
+            let key = Key<Int>("stuck.n", default: 0)
+            try store.set(1, for: key)
+            _ = Self.holdWriteLock(try store.eventLog)  // never released
+            store[key] = 2  // queued: its group waits for the lock
+            FileHandle.standardOutput.write(Data("\(directory.path)\n".utf8))
+            exit(0)
+        }
+        guard let result else { return }
+        let path = try #require(String(decoding: result.standardOutputContent, as: UTF8.self).split(separator: "\n").last.map(String.init))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try Store(directory: URL(fileURLWithPath: path))
+        #expect(store[Key<Int>("stuck.n", default: 0)] == 1)
+    }
+
     // MARK: - Back pressure
 
     /// The non-throwing setter returns at once, whatever the backlog: a loop that sets values

@@ -154,10 +154,13 @@ package enum EventLogRegistry {
         atexit { EventLogRegistry.settleAtExit() }
     }()
 
-    /// Commits what the non-throwing forms queued in every open log. It waits as long as commits
-    /// go on, and gives up after ten seconds without one: an exit must not hang on a disk that
+    /// Commits what the non-throwing forms queued in every open log. It waits as long as this
+    /// opening's committer finishes groups (the backlog ahead of the exit is finite, so the wait
+    /// ends), and gives up after ten seconds without one: an exit must not hang on a disk that
     /// stopped answering, nor drop a backlog that a slow machine is still writing (a fixed ten
-    /// seconds lost a quarter of 20,000 queued changes with both cores busy).
+    /// seconds lost a quarter of 20,000 queued changes with both cores busy). The committer's
+    /// own count, not the file's last transaction: another process's commits say nothing of this
+    /// queue, and reading the environment takes a lock a stalled resize can hold.
     private static func settleAtExit() {
         for eventLog in openLogs {
             let done = DispatchSemaphore(value: 0)
@@ -166,14 +169,17 @@ package enum EventLogRegistry {
                 if case let .failure(error) = result { outcome.withLock { $0 = error } }
                 done.signal()
             }
-            var progress = eventLog.lastTransactionID
+            let committer = eventLog.local.committer.withLock { $0 }
+            var progress = committer?.groupsRun ?? 0
             var stalled = false
             while !stalled, done.wait(timeout: .now() + .seconds(10)) == .timedOut {
-                let now = eventLog.lastTransactionID
+                let now = committer?.groupsRun ?? 0
                 (stalled, progress) = (now == progress, now)
             }
             if stalled {
-                eventLog.logger.error("chronicle: queued changes were still not committed at exit", metadata: ["store": "\(eventLog.path)"])
+                eventLog.logger.error(
+                    "chronicle: queued changes were still not committed at exit",
+                    metadata: ["store": "\(eventLog.path)", "queued": "\(eventLog.local.pendingCount.load(ordering: .acquiring))"])
             } else if let error = outcome.withLock({ $0 }) {
                 eventLog.logger.error(
                     "chronicle: queued changes could not be committed at exit",

@@ -66,6 +66,9 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
     }
 
     private let queue = Mutex(Queue())
+    /// Groups run so far: how a waiter tells a committer that works through a backlog from one
+    /// that stopped (the exit hook), without the environment's lock.
+    private let groups = Atomic<Int>(0)
     private let maxGroup: Int
     private let run: Runner
     /// Where leaders run for completed requests: it only ever runs `lead`, which waits on no ticket.
@@ -78,6 +81,9 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
         self.maxGroup = maxGroup
         self.run = run
     }
+
+    /// The number of groups this committer has run (each one transaction, whatever its outcome).
+    package var groupsRun: Int { groups.load(ordering: .acquiring) }
 
     /// The number of requests waiting for a group (for tests and diagnostics).
     package var queuedCount: Int { queue.withLock { $0.pending.count } }
@@ -179,6 +185,7 @@ package final class GroupCommitter<Request: Sendable, Output: Sendable>: Sendabl
                 return group
             }
             let results = run(group.map(\.request))
+            groups.add(1, ordering: .releasing)
             // In queue order: a completion of an earlier request has run before a later waiter wakes.
             for (ticket, result) in zip(group, results) {
                 if let completion = ticket.completion {
