@@ -14,9 +14,9 @@ struct LogCopy {
 
     /// Copies the keys, then the events through `point`, calling `progress` with (records done, records in all).
     func copy(through point: PointInTime, progress: (@Sendable (UInt64, UInt64) -> Void)?) throws(ChronicleError) {
-        let target = try self.target.eventLog
+        let targetLog = try target.eventLog
         try mappingErrors {
-            try source.keyRecords.copyWrappedKeys(to: target.keyRecords)
+            try source.keyRecords.copyWrappedKeys(to: targetLog.keyRecords)
             let total = try source.head().sequence
             var last: UInt64 = 0
             switch point {
@@ -30,7 +30,7 @@ struct LogCopy {
                     let limit = UnixMilliseconds.of(date)
                     range.events.removeAll { $0.hlc.milliseconds > limit }
                 }
-                _ = try self.target.importRange(range, checkpoint: nil, source: "a copy of \(sourcePath)", verify: false)
+                _ = try target.importRange(range, checkpoint: nil, source: "a copy of \(sourcePath)", verify: false)
                 guard range.upTo > after else { break }
                 after = range.upTo
                 progress?(after, last)

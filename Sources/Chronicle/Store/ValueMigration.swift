@@ -124,7 +124,8 @@ struct ValueMigration {
                 throw ChronicleError.wrap(error)
             }
         }
-        throw .storeUnavailable(reason: "the key kept changing while it was renamed; try again")    }
+        throw .storeUnavailable(reason: "the key kept changing while it was renamed; try again")
+    }
 
     /// Whether `target` holds a set newer than `old`: queued local changes are newer than
     /// committed entries and than the changes queued before them; committed ones compare on the clock.

@@ -76,11 +76,13 @@ package struct FixedWidthFields {
     init(raw: UnsafeMutableRawBufferPointer) { self.raw = raw }
 
     package mutating func u8(_ value: UInt8) {
+        precondition(offset < raw.count, "fixed-width run overrun")  // a caller's miscount, never input
         raw[offset] = value
         offset += 1
     }
 
     package mutating func u64(_ value: UInt64) {
+        precondition(offset + 8 <= raw.count, "fixed-width run overrun")  // a caller's miscount, never input
         raw.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
         offset += 8
     }

@@ -287,7 +287,7 @@ extension EventLog {
     /// sequence, chained to the head's hash with `key` (`nil`: unkeyed), and advances the head: the
     /// one place a record joins the chain. - Returns: the record's sequence.
     @discardableResult
-    package func appendRecord(_ record: [UInt8], key: KeyedHash?, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> UInt64 {
+    package func appendRecord(_ record: consuming [UInt8], key: KeyedHash?, _ txn: borrowing Transaction, _ head: inout LogHead) throws -> UInt64 {
         var record = record
         let hash = LogRecord.chain(&record, previous: head.chain, sequence: head.sequence + 1, key: key)
         try txn.put(dbs.events, key: .bigEndian(head.sequence + 1), value: .array(record), flags: .append)
