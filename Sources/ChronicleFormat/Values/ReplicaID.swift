@@ -9,7 +9,7 @@ public struct ReplicaID: Sendable, Hashable, Comparable, CustomStringConvertible
     package let high: UInt64
     package let low: UInt64
 
-    /// The 16 bytes (a new array: encoders write ``ByteWriter/replicaID(_:)`` in place).
+    /// The 16 bytes, as a new array (the encoders write the halves in place).
     public var bytes: [UInt8] { high.bigEndianBytes + low.bigEndianBytes }
 
     package init?(bytes: [UInt8]) {
