@@ -31,26 +31,34 @@ extension EventLog {
 }
 
 extension HistoryIndex {
-    /// Indexes the record at `sequence`, the newest in the log, as its key's latest, and notes
-    /// its key in `head` for the sweep's schedule.
-    /// - Parameter name: the key's history prefix (``HistoryKey``).
-    func indexHistory(_ name: [UInt8], sequence: UInt64, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
-        if head.appendedHistory.count < SweepSchedule.maxDirtyKeys {
-            head.appendedHistory.append(name)
-        } else {
-            head.appendedBeyondList += 1  // bounded memory: the next pass looks at every key
+    /// Indexes records appended to the log in this transaction, in the order of their sequences
+    /// (each the newest of its key so far), as their keys' latest, and notes their keys in
+    /// `head` for the sweep's schedule.
+    /// - Parameter records: each record's history prefix (``HistoryKey``) and sequence.
+    func indexHistory<Records: Sequence<([UInt8], UInt64)>>(_ records: Records, _ txn: borrowing Transaction, _ head: inout LogHead) throws {
+        var rebuilt = false
+        for (name, sequence) in records {
+            if head.appendedHistory.count < SweepSchedule.maxDirtyKeys {
+                head.appendedHistory.append(name)
+            } else {
+                head.appendedBeyondList += 1  // bounded memory: the next pass looks at every key
+            }
+            if rebuilt { continue }  // the rebuild indexed every record the log holds
+            var before: UInt64?
+            var malformed = false
+            try txn.withValue(dbs.latest, key: name) { last in
+                before = last.count == 8 ? UInt64(bigEndian: last.loadUnaligned(as: UInt64.self)) : nil
+                malformed = before.map { $0 == 0 || $0 >= sequence } ?? true
+            }
+            if malformed {
+                // An edited row: rebuild from the log, which holds these records already.
+                try rebuildHistory(txn)
+                rebuilt = true
+                continue
+            }
+            if let before { try txn.put(dbs.previous, key: .bigEndian(sequence), value: .bigEndian(before), flags: .append) }
+            try txn.put(dbs.latest, key: .array(name), value: .bigEndian(sequence))
         }
-        var before: UInt64?
-        var malformed = false
-        try txn.withValue(dbs.latest, key: name) { last in
-            before = last.count == 8 ? UInt64(bigEndian: last.loadUnaligned(as: UInt64.self)) : nil
-            malformed = before.map { $0 == 0 || $0 >= sequence } ?? true
-        }
-        if malformed {
-            return try rebuildHistory(txn)  // an edited row: rebuild from the log, which holds this record already
-        }
-        if let before { try txn.put(dbs.previous, key: .bigEndian(sequence), value: .bigEndian(before), flags: .append) }
-        try txn.put(dbs.latest, key: .array(name), value: .bigEndian(sequence))
     }
 
     /// Rebuilds the index in this write transaction when it cannot be extended: a build before
