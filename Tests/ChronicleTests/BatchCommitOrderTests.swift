@@ -68,7 +68,7 @@ struct BatchCommitOrderTests {
 
     /// An edited `latest` row is repaired by rebuilding the index from the log, which holds
     /// every record of the transaction by then: each key's history is its records, once each.
-    @Test func aBatchOverAnEditedIndexRowIndexesEachRecordOnce() throws {
+    @Test func aBatchOverAnEditedIndexRowRepairsIt() throws {
         try withTemporaryStore { store, _ in
             try store.set(1, for: Self.keys[0])
             try HistoryIndexTests.put(
@@ -83,6 +83,29 @@ struct BatchCommitOrderTests {
             #expect(try store.history(of: Self.keys[0]).map(\.value) == [1, 2, 3, 4])
             #expect(try store.history(of: Self.keys[1]).map(\.value) == [10, 11])
             #expect(try store.verify().isSound)
+        }
+    }
+
+    /// A change that expects its key's order reads the view after the changes before it in the
+    /// same request: a set of the key ahead of it makes its expectation stale, and nothing of
+    /// the request is written (the update then reads again).
+    @Test func aChangeThatExpectsAnOrderReadsTheChangesBeforeIt() throws {
+        try withTemporaryStore { store, _ in
+            let key = Self.keys[3]
+            try store.set(1, for: key)
+            let log = try store.eventLog
+            let order = try log.environment.read { txn in
+                try txn.get(log.dbs.view(.defaults), key: Array(key.name.utf8)).flatMap { bytes in bytes.withUnsafeBytes { ViewEntry.order(of: $0) } }
+            }
+            #expect(order != nil)
+            var expecting = try store.change(3, for: key)
+            expecting.expectedOrder = .some(order)
+            // Alone, the expectation holds; behind a set of its key, it is stale.
+            #expect(throws: StaleRead.self) { try log.commit([try store.change(2, for: key), expecting]) }
+            #expect(store[key] == 1)
+            #expect(try store.history(of: key).map(\.value) == [1])
+            _ = try log.commit([expecting])
+            #expect(store[key] == 3)
         }
     }
 
