@@ -179,8 +179,9 @@ extension EventLog {
         return committed
     }
 
-    /// Indexes `committed[start...]`, appended to the log in this transaction: their dots, then
-    /// their history links, then their views (whether each won), then the tickets watched.
+    /// Writes `committed[start...]`, made in this transaction, in passes: their records join the
+    /// chain (which fills in their sequences), then their dots, their history links, their views
+    /// (whether each won), and the tickets watched.
     private func indexAppended(
         _ committed: inout [CommittedEvent], _ prefixes: [[UInt8]], from start: Int, _ txn: borrowing Transaction, _ head: inout LogHead
     ) throws {
@@ -280,9 +281,9 @@ extension EventLog {
     }
 
     /// Appends an event to the log, records its dot and history, and (unless told not to) applies it to its view.
+    /// - Parameter encoded: the event's encoding in the current format, when the caller has it.
     /// - Returns: the event's sequence, and whether it became its key's current view entry.
     @discardableResult
-    /// - Parameter encoded: the event's encoding in the current format, when the caller has it.
     package func append(
         _ event: Event, _ txn: borrowing Transaction, _ head: inout LogHead, indexView: Bool = true, encoded: [UInt8]? = nil
     ) throws -> (sequence: UInt64, won: Bool) {
